@@ -1,0 +1,39 @@
+# The two commands a new user needs: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO := $(CURDIR)/.demo
+
+export PREFECT_SERVER_ANALYTICS_ENABLED=false
+export DO_NOT_TRACK=1
+export HF_HUB_OFFLINE=1
+export TRANSFORMERS_OFFLINE=1
+export TOKENIZERS_PARALLELISM=false
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120
+
+.PHONY: install run test clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch first, pinned to the CPU build, so nothing pulls a CUDA wheel.
+	$(BIN)/python -m pip install --quiet "torch==2.13.0"
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip check
+	touch $(STAMP)
+
+# A demo home under ./.demo (reset each time), the bundled samples, the full nightly flow
+# in Prefect's ephemeral mode with a private PREFECT_HOME, then a recall.
+run: install
+	rm -rf $(DEMO)
+	PREFECT_HOME=$(DEMO)/prefect MEMVAULT_HOME=$(DEMO)/home MEMVAULT_ENGINE=none \
+		$(BIN)/python -m memvault.demo --samples samples
+
+test: install
+	PREFECT_HOME=$$(mktemp -d) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) $(DEMO)

@@ -1,0 +1,119 @@
+"""The nightly flow: ingest → chunk → cluster → synthesize → wikify → normalize → changelog → index.
+
+Each stage is a Prefect task; the order is `tasks.pipeline.STAGES`, which the CLI slices.
+The flow holds the writer lock for the whole run and writes the run report.
+"""
+
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from pydantic import BaseModel, Field
+
+from memvault.embeddings import Embedder
+from memvault.home import require_home
+from memvault.lock import writer_lock
+from memvault.settings import load_settings
+from stores.ledger import Ledger
+from stores.vault import Vault
+from tasks.changelog import changelog
+from tasks.chunk import chunk
+from tasks.cluster import cluster
+from tasks.context import StageContext, build_engine
+from tasks.index import index
+from tasks.ingest import ingest
+from tasks.normalize import normalize
+from tasks.pipeline import select_stages
+from memvault.reports import build_report, markdown, save_report
+from tasks.synthesize import synthesize
+from tasks.wikify import wikify
+
+TASKS = {"ingest": ingest, "chunk": chunk, "cluster": cluster, "synthesize": synthesize,
+         "wikify": wikify, "normalize": normalize, "index": index}
+
+
+class RunOptions(BaseModel):
+    """Parameters of one run (validated by Prefect from the UI, a deployment or the CLI)."""
+
+    home: str | None = Field(default=None, description="Memory home; default MEMVAULT_HOME or ~/memvault")
+    only: list[str] | None = Field(default=None, description="Run only these stages")
+    from_stage: str | None = Field(default=None, description="First stage to run")
+    until_stage: str | None = Field(default=None, description="Last stage to run")
+    paths: list[str] = Field(default_factory=list, description="Extra transcript files or folders to ingest")
+    engine: str | None = Field(default=None, description="Override the configured engine for this run")
+    model: str | None = Field(default=None, description="Override the configured model for this run")
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+def execute(options: RunOptions, log: Any) -> dict[str, Any]:
+    """Run the selected stages under the writer lock; returns the run report."""
+    overrides: dict[str, Any] = {"engine": options.engine}
+    settings = load_settings(options.home, **overrides)
+    require_home(settings.home)
+    stages = select_stages(options.only, options.from_stage, options.until_stage)
+    run_id = new_run_id()
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    with writer_lock(settings.state_dir, f"memvault run {run_id}", settings.lock_timeout_s):
+        engine, reason = build_engine(settings, options.model)
+        log.info("run %s: stages %s; engine %s (%s)", run_id, ", ".join(stages), engine.name, reason)
+        ledger = Ledger(settings.ledger_path)
+        ctx = StageContext(settings=settings, ledger=ledger, vault=Vault(settings.home),
+                           embedder=Embedder(settings.embeddings.batch_size), run_id=run_id, engine=engine,
+                           extra_paths=[Path(p).expanduser().resolve() for p in options.paths])
+        ledger.start_run(run_id, engine.name)
+        results: dict[str, dict[str, Any]] = {}
+        try:
+            for name in stages:
+                t0 = time.perf_counter()
+                try:
+                    if name == "changelog":
+                        seconds = {k: v["seconds"] for k, v in results.items()}
+                        tokens = sum(int(v.get("tokens", 0)) for v in results.values())
+                        out = changelog(ctx, seconds, tokens)
+                    else:
+                        out = TASKS[name](ctx)
+                    out = {"status": "completed", **out}
+                except Exception as exc:  # noqa: BLE001 - recorded in the report, then re-raised
+                    results[name] = {"status": "failed", "seconds": round(time.perf_counter() - t0, 3),
+                                     "error": f"{type(exc).__name__}: {exc}"}
+                    raise
+                out["seconds"] = round(time.perf_counter() - t0, 3)
+                results[name] = out
+                ledger.record_stage(run_id, name, out["status"], out["seconds"], out)
+        finally:
+            finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            report = build_report(run_id, engine.name, reason, results, ctx.touched_articles, ctx.rejected,
+                                  started, finished)
+            report["embedded_texts"] = ctx.embedder.texts
+            ledger.finish_run(run_id, report["status"], report)
+            ledger.close()
+            # Prefect keeps task parameters alive; drop the connection object itself so no
+            # DuckDB handle outlives the run (DuckDB warns about leaks at interpreter exit).
+            ctx.ledger = None  # type: ignore[assignment]
+            save_report(settings.runs_dir, report)
+    return report
+
+
+def publish(report: dict[str, Any]) -> None:
+    """The run report as Prefect artifacts (Markdown + a table of stage counts)."""
+    key = "memvault-run-report"
+    create_markdown_artifact(markdown(report), key=key, description=f"memvault run {report['run_id']}")
+    rows = [{"stage": n, "status": s.get("status"), "seconds": s.get("seconds", 0),
+             **{k: v for k, v in s.items() if isinstance(v, (int, float)) and k != "seconds"}}
+            for n, s in report["stages"].items()]
+    create_table_artifact(rows, key="memvault-stage-counts", description="Counts per stage")
+
+
+@flow(name="nightly", log_prints=False)
+def nightly(options: RunOptions = RunOptions()) -> dict[str, Any]:
+    """The whole pipeline (or a slice of it) over one memory home."""
+    report = execute(options, get_run_logger())
+    publish(report)
+    return report

@@ -1,0 +1,41 @@
+"""Shared output helpers: `--json` rendering, errors as text or JSON, exit codes."""
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from memvault.errors import MemvaultError
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of text.")
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+@contextmanager
+def reporting(as_json: bool) -> Iterator[None]:
+    """Turn memvault errors into a message (text or JSON) and their exit code."""
+    try:
+        yield
+    except MemvaultError as exc:
+        if as_json:
+            emit_json({"error": str(exc), "type": type(exc).__name__})
+        else:
+            err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(exc.exit_code) from None
+
+
+def render(as_json: bool, data: Any, text: Callable[[], None]) -> None:
+    if as_json:
+        emit_json(data)
+    else:
+        text()

@@ -1,0 +1,86 @@
+"""Model engines behind one interface, and the choice of engine from settings.
+
+`make_engine` is called once in the composition root; stages receive the engine and check
+`engine.name == "none"` for their no-model path.
+"""
+
+from typing import TYPE_CHECKING
+
+from memvault.engines.base import Completion, Engine, EngineError, Structured, extract_json, structured
+from memvault.engines.fake import FakeEngine
+from memvault.engines.none import NoneEngine
+from memvault.engines.settings import EngineSettings
+
+if TYPE_CHECKING:  # the real modules import lazily: mlx is heavy, httpx needless for `none`
+    from memvault.engines.mlx import MlxEngine
+    from memvault.engines.openai import OpenAIEngine
+
+__all__ = [
+    "Completion",
+    "Engine",
+    "EngineError",
+    "EngineSettings",
+    "FakeEngine",
+    "NoneEngine",
+    "Structured",
+    "extract_json",
+    "make_engine",
+    "structured",
+]
+
+_NO_MODEL = "stages use embedding-based segmentation and clustering and extractive synthesis"
+
+
+def _mlx(settings: EngineSettings) -> "MlxEngine":
+    from memvault.engines.mlx import MlxEngine
+
+    return MlxEngine(str(settings.mlx_model), temperature=settings.temperature, top_p=settings.top_p)
+
+
+def _openai(settings: EngineSettings) -> "OpenAIEngine":
+    from memvault.engines.openai import OpenAIEngine
+
+    return OpenAIEngine(
+        settings.openai_base_url,
+        settings.openai_model,
+        api_key_env=settings.api_key_env,
+        timeout=settings.timeout_s,
+        retries=settings.retries,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+    )
+
+
+def make_engine(settings: EngineSettings) -> tuple[Engine, str]:
+    """Build the configured engine and say, in one line, which one and why.
+
+    An explicit `mlx` or `openai` is built without probing (the model loads on first use);
+    `auto` probes: mlx if `mlx_model` is set and loads, else openai if the server answers
+    `GET /v1/models`, else none.
+    """
+    if settings.engine == "none":
+        return NoneEngine(), f"engine none (set in settings): {_NO_MODEL}"
+    if settings.engine == "mlx":
+        if not settings.mlx_model:
+            raise EngineError("engine = mlx but `mlx_model` is not set — set it to a model folder or cached repo id")
+        return _mlx(settings), f"engine mlx (set in settings): {settings.mlx_model}, loaded on first use"
+    if settings.engine == "openai":
+        return _openai(settings), f"engine openai (set in settings): {settings.openai_base_url}"
+
+    tried: list[str] = []
+    if settings.mlx_model:
+        engine = _mlx(settings)
+        try:
+            engine.load()
+        except EngineError as exc:
+            tried.append(f"mlx model did not load ({exc})")
+        else:
+            return engine, f"engine mlx (auto): model {settings.mlx_model} loaded"
+    else:
+        tried.append("no `mlx_model` configured")
+    server = _openai(settings)
+    if server.health():
+        return server, f"engine openai (auto): server at {settings.openai_base_url} answers"
+    server.close()
+    tried.append(f"no OpenAI-compatible server answers at {settings.openai_base_url}")
+    return NoneEngine(), f"engine none (auto): {'; '.join(tried)}; {_NO_MODEL}"

@@ -1,0 +1,185 @@
+"""Engine for any OpenAI-compatible chat server (mlx_lm.server, Ollama, llama.cpp, LM Studio, vLLM).
+
+The API key comes from an environment variable only and is never logged. Connect errors,
+5xx and 429 are retried with exponential backoff; other 4xx fail at once.
+"""
+
+import logging
+import os
+import time
+from collections.abc import Callable
+
+import httpx
+
+from memvault.engines.base import Completion, EngineError, check_cache_prefix
+
+log = logging.getLogger(__name__)
+
+# Transport failures worth another try; a read timeout is not (the model is just slow).
+_RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.RemoteProtocolError)
+_MAX_RETRY_AFTER_S = 30.0
+
+
+def api_root(base_url: str) -> str:
+    """Normalize a server URL to its `/v1` root (accepts it with or without `/v1`)."""
+    root = base_url.rstrip("/")
+    return root if root.endswith("/v1") else root + "/v1"
+
+
+class OpenAIEngine:
+    """Chat completions over HTTP against an OpenAI-compatible server."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 120.0,
+        retries: int = 2,
+        backoff: float = 1.0,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = api_root(base_url)
+        # None omits the field: mlx_lm.server and llama.cpp then use the model they serve.
+        self.model = model
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.temperature = temperature
+        self.top_p = top_p
+        self._sleep = sleep
+        self._send_response_format = True
+        self._client = httpx.Client(transport=transport, timeout=timeout)
+
+    def close(self) -> None:
+        """Close pooled connections."""
+        self._client.close()
+
+    def __enter__(self) -> "OpenAIEngine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _headers(self) -> dict[str, str]:
+        key = os.environ.get(self.api_key_env)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def health(self, timeout: float = 2.0) -> bool:
+        """True when the server answers `GET /v1/models` with 200 (body not required)."""
+        try:
+            response = self._client.get(f"{self.base_url}/models", headers=self._headers(), timeout=timeout)
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
+
+    def complete(
+        self,
+        system: str,
+        prompt: str,
+        *,
+        max_tokens: int,
+        json_schema: dict | None = None,
+        cache_prefix: str | None = None,
+    ) -> Completion:
+        """POST /v1/chat/completions; `cache_prefix` is left to the server's own prefix cache."""
+        check_cache_prefix(system, cache_prefix)
+        body: dict[str, object] = {
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+            "max_tokens": max_tokens,
+            "stream": False,
+        }
+        if self.model is not None:
+            body["model"] = self.model
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.top_p is not None:
+            body["top_p"] = self.top_p
+        if json_schema is not None and self._send_response_format:
+            body["response_format"] = {"type": "json_object"}
+        start = time.perf_counter()
+        data = self._post_with_retries(body)
+        return _completion(data, system, prompt, time.perf_counter() - start)
+
+    def _post_with_retries(self, body: dict[str, object]) -> dict:
+        url = f"{self.base_url}/chat/completions"
+        attempt = 0
+        while True:
+            wait = self.backoff * (2**attempt)
+            try:
+                response = self._client.post(url, json=body, headers=self._headers())
+            except _RETRYABLE as exc:
+                problem = f"cannot reach {url}: {type(exc).__name__}"
+            except httpx.TimeoutException as exc:
+                raise EngineError(
+                    f"model server at {self.base_url} did not answer within {self.timeout:g}s "
+                    f"({type(exc).__name__}) — raise `timeout_s` or use a smaller model"
+                ) from exc
+            else:
+                status = response.status_code
+                if status == 200:
+                    return _json(response, url)
+                if status == 400 and "response_format" in body and "response_format" in response.text:
+                    # Some servers reject json_object mode; callers validate the JSON anyway.
+                    log.info("server at %s rejects response_format; sending without it", self.base_url)
+                    self._send_response_format = False
+                    body = {k: v for k, v in body.items() if k != "response_format"}
+                    continue
+                if status == 401 or status == 403:
+                    raise EngineError(
+                        f"model server at {self.base_url} refused the request ({status}) — "
+                        f"check the API key in ${self.api_key_env}"
+                    )
+                if status != 429 and status < 500:
+                    raise EngineError(f"model server at {self.base_url} answered {status}: {response.text[:300]}")
+                problem = f"server answered {status}"
+                wait = max(wait, _retry_after(response))
+            if attempt >= self.retries:
+                raise EngineError(
+                    f"model server at {self.base_url} failed after {attempt + 1} attempts ({problem}) — "
+                    "is it running? Start it (e.g. `mlx_lm.server --model …`) or set `engine = none`"
+                )
+            log.warning("model server: %s; retry %d/%d in %.1fs", problem, attempt + 1, self.retries, wait)
+            self._sleep(wait)
+            attempt += 1
+
+
+def _retry_after(response: httpx.Response) -> float:
+    try:
+        return min(float(response.headers.get("retry-after", "0")), _MAX_RETRY_AFTER_S)
+    except ValueError:
+        return 0.0
+
+
+def _json(response: httpx.Response, url: str) -> dict:
+    try:
+        data = response.json()
+    except ValueError as exc:
+        raise EngineError(f"{url} answered 200 with a body that is not JSON") from exc
+    if not isinstance(data, dict):
+        raise EngineError(f"{url} answered 200 with unexpected JSON ({type(data).__name__})")
+    return data
+
+
+def _completion(data: dict, system: str, prompt: str, seconds: float) -> Completion:
+    try:
+        text = data["choices"][0]["message"].get("content") or ""
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise EngineError("model server answered without choices[0].message") from exc
+    usage = data.get("usage") or {}
+    # Without `usage`, estimate by whitespace words so budgets still move.
+    prompt_tokens = usage.get("prompt_tokens")
+    completion_tokens = usage.get("completion_tokens")
+    return Completion(
+        text=text,
+        prompt_tokens=int(prompt_tokens) if prompt_tokens is not None else len(system.split()) + len(prompt.split()),
+        completion_tokens=int(completion_tokens) if completion_tokens is not None else len(text.split()),
+        seconds=seconds,
+    )

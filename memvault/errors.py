@@ -1,0 +1,40 @@
+"""One small error hierarchy; every message says what happened and what to do next."""
+
+
+class MemvaultError(Exception):
+    """Base class for failures the CLI reports with exit code 1."""
+
+    exit_code = 1
+
+
+class NoHomeError(MemvaultError):
+    """The memory home does not exist yet."""
+
+    def __init__(self, home: object) -> None:
+        super().__init__(f"no memory home at {home} — run `memvault init`")
+
+
+class LockedError(MemvaultError):
+    """Another memvault process holds the writer lock."""
+
+
+class ConfigError(MemvaultError):
+    """memvault.toml or an environment variable holds an invalid value."""
+
+
+class ParseError(MemvaultError):
+    """A transcript could not be read at all (a per-line error is not fatal)."""
+
+
+class IndexMismatchError(MemvaultError):
+    """The node index was built with another embedding model."""
+
+
+class UsageError(MemvaultError):
+    """The user asked for something that cannot be done as asked (exit 2)."""
+
+    exit_code = 2
+
+
+class NotFoundError(MemvaultError):
+    """An article, node or conversation named by the user does not exist."""

@@ -1,0 +1,1 @@
+"""Markdown of the vault: names, footnotes, wikilinks, the editorial gate, wikify, lint."""

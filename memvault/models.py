@@ -1,0 +1,58 @@
+"""Plain data shared by sources, stages and stores (no I/O here)."""
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from memvault.ids import conversation_id
+
+SourceKind = Literal["claude-code", "codex", "pi", "chatgpt", "claude-ai"]
+Role = Literal["user", "assistant", "system", "tool", "attachment", "summary"]
+# What a message is, beyond its role: ordinary text, a compact tool call or result,
+# a marked meta line, a compaction/branch summary, an image pointer or an attachment.
+MessageKind = Literal[
+    "text", "tool_call", "tool_result", "meta", "compact_summary", "branch_summary", "image", "attachment"
+]
+
+
+class Message(BaseModel):
+    """One normalized message of a conversation."""
+
+    native_id: str = Field(description="Id of the message in its source (uuid, line number, node id)")
+    parent_native_id: str | None = Field(
+        default=None, description="Native id of the previous message on its thread; None for a root"
+    )
+    role: Role
+    kind: MessageKind = "text"
+    text: str
+    timestamp: datetime | None = None
+    low_value: bool = Field(default=False, description="Acknowledgement or empty chatter: kept, not chunked")
+
+
+class Conversation(BaseModel):
+    """One normalized conversation; messages in source order, including abandoned branches
+    only when ``leaf_native_id`` selects the active thread among them."""
+
+    source: SourceKind
+    native_id: str
+    agent_id: str | None = None
+    parent_conversation: str | None = Field(default=None, description="Key of the parent (for subagents)")
+    title: str = ""
+    started_at: datetime | None = None
+    updated_at: datetime | None = None
+    project: str | None = None
+    leaf_native_id: str | None = Field(default=None, description="Active leaf; None means the last message")
+    messages: list[Message] = Field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return conversation_id(self.source, self.native_id, self.agent_id)
+
+
+class LineError(BaseModel):
+    """A problem with one line (or the whole file when line is None); never fatal."""
+
+    file: str
+    line: int | None = None
+    error: str

@@ -1,0 +1,63 @@
+"""Noise that must not reach the wiki: memvault's own injected context and its own calls,
+and acknowledgements that carry no knowledge.
+
+memvault injects recalled memories (``<memory-recall>…</memory-recall>``) and its article
+index (``<memvault-index>…</memvault-index>``) into assistant sessions; ingesting them back
+would make the wiki cite itself. Conversations memvault itself drives carry a sentinel and
+are dropped whole. Acknowledgements are kept in the ledger but marked ``low_value`` so the
+chunker can skip them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from memvault.models import Conversation, Message
+
+MEMVAULT_SELF_CALL_SENTINEL = "<!-- memvault:self -->"
+
+_INJECTED_BLOCKS = re.compile(
+    r"<(memory-recall|memvault-index)(?:\s[^>]*)?>.*?</\1>\s*", re.DOTALL | re.IGNORECASE
+)
+# Whole-message acknowledgements (compared after lower-casing and trimming punctuation).
+DEFAULT_LOW_VALUE_PATTERNS: list[str] = [
+    r"(?:ok(?:ay)?|k|thanks?|thank you|thx|ty|cool|great|nice|perfect|got it|sounds good"
+    r"|lgtm|done|continue|go ahead|go on)(?:\s+(?:so much|very much|a lot|again))?",
+    r"(?:👍|🙏|🙂|😊|👌|✅|❤️)+",
+]
+_TRIM = " \t\r\n.!?,;:~"
+
+
+def strip_memory_blocks(text: str) -> str:
+    """``text`` without memvault's injected recall and index blocks; the rest is kept."""
+    if "<memory-recall" not in text.lower() and "<memvault-index" not in text.lower():
+        return text  # the common case, without a regex pass
+    return _INJECTED_BLOCKS.sub("", text).strip()
+
+
+def is_own_conversation(conv: Conversation) -> bool:
+    """True when memvault itself produced this conversation (any message holds the sentinel)."""
+    return any(MEMVAULT_SELF_CALL_SENTINEL in message.text for message in conv.messages)
+
+
+def is_low_value(text: str, patterns: Iterable[str] | None = None) -> bool:
+    """True for empty text or a bare acknowledgement such as "thanks!" or "👍"."""
+    core = text.strip().lower().strip(_TRIM)
+    if not core:
+        return True
+    return any(re.fullmatch(p, core) for p in (patterns or DEFAULT_LOW_VALUE_PATTERNS))
+
+
+def mark_low_value(messages: list[Message], patterns: list[str] | None = None) -> list[Message]:
+    """Set ``low_value`` on acknowledgement and empty messages, in place; returns the list.
+
+    Only person- or model-written text is judged: a tool result saying "done" still records
+    that something was done.
+    """
+    for message in messages:
+        if message.kind == "text" and message.role in ("user", "assistant") and is_low_value(message.text, patterns):
+            message.low_value = True
+        elif not message.text.strip():
+            message.low_value = True
+    return messages

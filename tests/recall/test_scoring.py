@@ -1,0 +1,171 @@
+"""Recall scoring: the seed's formula, one-hop propagation, explainable totals, budgets."""
+
+import math
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_candidates, select
+
+NOW = datetime(2025, 1, 1)
+
+
+def no_lookup(ids: list[str]) -> Mapping[str, Candidate]:
+    return {}
+
+
+def unit(*xs: float) -> np.ndarray:
+    v = np.array(xs, dtype=float)
+    return v / np.linalg.norm(v)
+
+
+def by_id(scored: list[Scored]) -> dict[str, Scored]:
+    return {s.id: s for s in scored}
+
+
+def check_explain_adds_up(s: Scored) -> None:
+    e = s.explain
+    relevance = max(float(e["base"]), float(e["propagation"]))
+    priors = float(e["importance_prior"]) + float(e["recency_prior"]) + float(e["access_prior"])
+    assert e["relevance"] == pytest.approx(relevance, abs=1e-12)
+    assert abs(float(e["total"]) - (relevance + priors)) < 1e-9
+    assert s.score == e["total"]
+    terms = float(e["cos_term"]) + float(e["lexical_term"]) + float(e["rrf_term"])
+    assert abs(float(e["base"]) - terms * float(e["tier"])) < 1e-9 or float(e["base"]) == 0.0
+
+
+def test_base_formula_and_normalization() -> None:
+    cands = [
+        Candidate("a", cos=0.8, lexical=12.0, vector_rank=1, fts_rank=1, age_days=10),
+        Candidate("b", cos=0.5, lexical=6.0, vector_rank=2, fts_rank=2, age_days=100),
+        Candidate("c", lexical=3.0, fts_rank=3, age_days=400),
+    ]
+    scored = by_id(score_candidates(cands, no_lookup, ScoringWeights(), NOW))
+    a, b, c = scored["a"].explain, scored["b"].explain, scored["c"].explain
+    assert a["rrf"] == pytest.approx(1.0)  # rank 1 in both lists
+    assert a["lexical"] == pytest.approx(1.0) and b["lexical"] == pytest.approx(0.5)
+    assert a["base"] == pytest.approx(0.55 * 0.8 + 0.20 + 0.25)
+    assert (a["tier_name"], b["tier_name"], c["tier_name"]) == ("hot", "warm", "cold")
+    assert b["base"] == pytest.approx((0.55 * 0.5 + 0.20 * 0.5 + 0.25 * (61 / 62)) * 0.90)
+    assert c["cos"] == 0.0 and c["base"] == pytest.approx((0.20 * 0.25 + 0.25 * (61 / 63) / 2) * 0.78)
+    assert a["recency_prior"] == pytest.approx(0.05 * math.exp(-10 / 45))
+    for s in scored.values():
+        check_explain_adds_up(s)
+
+
+def test_priors_are_small_and_access_is_capped() -> None:
+    cands = [
+        Candidate("relevant", cos=0.9, vector_rank=1, age_days=1),
+        Candidate("popular", cos=0.6, vector_rank=2, age_days=0, importance=1.0, access=10_000),
+    ]
+    scored = score_candidates(cands, no_lookup, now=NOW)
+    assert [s.id for s in scored] == ["relevant", "popular"]
+    popular = by_id(scored)["popular"].explain
+    assert popular["access_prior"] == pytest.approx(0.03)
+    assert popular["importance_prior"] == pytest.approx(0.06)
+
+
+def test_age_from_timestamp_and_now() -> None:
+    c = Candidate("t", cos=0.5, vector_rank=1, timestamp=NOW - timedelta(days=45))
+    e = score_candidates([c], no_lookup, now=NOW)[0].explain
+    assert e["recency_prior"] == pytest.approx(0.05 / math.e)
+    assert e["tier_name"] == "warm"
+    undated = score_candidates([Candidate("u", cos=0.5, vector_rank=1)], no_lookup, now=NOW)[0].explain
+    assert undated["tier_name"] == "unknown" and undated["recency_prior"] == 0.0
+
+
+def test_propagation_lifts_parent_and_neighbour() -> None:
+    hit = Candidate("/A/S#p1", parent="/A/S", cos=0.9, lexical=5.0, vector_rank=1, fts_rank=1, age_days=1,
+                    similar=[("/B#p3", 0.8)])  # fmt: skip
+    weak_parent_hit = Candidate("/A/S", parent="/A", cos=0.1, vector_rank=9, age_days=1)
+    store = {"/B#p3": Candidate("/B#p3", parent="/B", age_days=1, importance=0.5, text="neighbour text")}
+    asked: list[list[str]] = []
+
+    def lookup(ids: list[str]) -> Mapping[str, Candidate]:
+        asked.append(ids)
+        return {i: store[i] for i in ids if i in store}
+
+    scored = by_id(score_candidates([hit, weak_parent_hit], lookup, now=NOW))
+    base = float(scored["/A/S#p1"].explain["base"])
+    parent = scored["/A/S"]
+    assert parent.source == "propagated"
+    assert parent.explain["propagated_from"] == "/A/S#p1"
+    assert parent.explain["propagation"] == pytest.approx(base * 0.55)
+    assert parent.explain["relevance"] == pytest.approx(base * 0.55)  # max(own base, lifted)
+    neighbour = scored["/B#p3"]
+    assert neighbour.explain["propagation"] == pytest.approx(base * 0.55 * 0.8)
+    assert neighbour.text == "neighbour text"
+    # one batched lookup, only for lifted nodes that were not hits ("/A" is unknown: dropped)
+    assert len(asked) == 1 and sorted(asked[0]) == ["/A", "/B#p3"]
+    assert "/A" not in scored
+    # one hop only: the neighbour lifts nothing further
+    assert "/B" not in scored
+    for s in scored.values():
+        check_explain_adds_up(s)
+
+
+def test_strong_own_score_beats_propagation() -> None:
+    child = Candidate("c", parent="p", cos=0.3, vector_rank=2, age_days=1)
+    parent = Candidate("p", cos=0.9, vector_rank=1, age_days=1)
+    scored = by_id(score_candidates([child, parent], no_lookup, now=NOW))
+    assert scored["p"].source == "hit"
+    assert scored["p"].explain["relevance"] == scored["p"].explain["base"]
+
+
+def scored_node(cid: str, score: float, text: str, vector: np.ndarray | None = None) -> Scored:
+    cand = Candidate(cid, vector=vector, text=text, chars=len(text))
+    return Scored(cand, score, {"total": score}, "hit", text, len(text))
+
+
+def test_diversity_drops_a_paraphrase() -> None:
+    nodes = [
+        scored_node("orig", 0.9, "The index is rebuilt nightly.", unit(1, 0, 0)),
+        scored_node("para", 0.8, "Every night the index gets rebuilt.", unit(1, 0.05, 0)),
+        scored_node("other", 0.7, "Backups run weekly.", unit(0, 1, 0)),
+    ]
+    picked = select(nodes, max_nodes=5, max_chars=10_000, max_node_chars=500)
+    assert [p.id for p in picked] == ["orig", "other"]
+    loose = select(nodes, max_nodes=5, max_chars=10_000, max_node_chars=500, diversity=0.9999)
+    assert [p.id for p in loose] == ["orig", "para", "other"]
+
+
+def test_budgets_hold() -> None:
+    sentence = "A sentence of recalled text. "
+    nodes = [scored_node(f"n{i}", 1.0 - i / 100, sentence * 20, unit(1, i, i * i)) for i in range(10)]
+    picked = select(nodes, max_nodes=4, max_chars=10_000, max_node_chars=200, diversity=1.01)
+    assert len(picked) == 4
+    assert all(len(p.text) <= 200 and p.chars == len(p.text) for p in picked)
+    assert picked[0].text.endswith("text.")
+
+    picked = select(nodes, max_nodes=10, max_chars=700, max_node_chars=300, diversity=1.01)
+    assert sum(p.chars for p in picked) <= 700
+    assert [p.chars <= 300 for p in picked] == [True] * len(picked)
+    assert len(picked) == 3  # 300 + 300 + the last 100 chars cut to fit
+
+
+def test_small_node_fills_the_remaining_room() -> None:
+    nodes = [
+        scored_node("big", 0.9, "x " * 200),
+        scored_node("too-big", 0.8, "y " * 200),
+        scored_node("small", 0.7, "short note"),
+    ]
+    picked = select(nodes, max_nodes=5, max_chars=420, max_node_chars=1000, min_chars=80)
+    assert [p.id for p in picked] == ["big", "small"]
+    assert sum(p.chars for p in picked) <= 420
+
+
+def test_weights_are_settings() -> None:
+    w = ScoringWeights(w_cos=1.0, w_lex=0.0, w_rrf=0.0, tier_cold=1.0)
+    e = score_candidates([Candidate("a", cos=0.5, vector_rank=3, age_days=999)], no_lookup, w, NOW)[0].explain
+    assert e["base"] == pytest.approx(0.5)
+    assert all(f.description for f in ScoringWeights.model_fields.values())
+
+
+def test_naive_and_aware_times_mix() -> None:
+    from datetime import timezone
+
+    c = Candidate("t", cos=0.5, vector_rank=1, timestamp=datetime(2024, 12, 2, tzinfo=timezone.utc))
+    e = score_candidates([c], no_lookup, now=NOW)[0].explain
+    assert e["recency_prior"] == pytest.approx(0.05 * math.exp(-30 / 45))
