@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import (create_markdown_artifact, create_progress_artifact, create_table_artifact,
+                               update_progress_artifact)
 from pydantic import BaseModel, Field
 
+from memvault.budget import Budget, backlog, dry_run_plan, parse_since
 from memvault.embeddings import Embedder
 from memvault.home import require_home
 from memvault.lock import writer_lock
@@ -46,31 +48,49 @@ class RunOptions(BaseModel):
     paths: list[str] = Field(default_factory=list, description="Extra transcript files or folders to ingest")
     engine: str | None = Field(default=None, description="Override the configured engine for this run")
     model: str | None = Field(default=None, description="Override the configured model for this run")
+    since: str | None = Field(default=None, description="Only conversations updated since this date (YYYY-MM-DD or ISO time)")
+    dry_run: bool = Field(default=False, description="Report what would be processed and the model calls; change nothing")
 
 
 def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
-def execute(options: RunOptions, log: Any) -> dict[str, Any]:
-    """Run the selected stages under the writer lock; returns the run report."""
+def execute(options: RunOptions, log: Any, progress: Any = None, engine: Any = None) -> dict[str, Any]:
+    """Run the selected stages under the writer lock; returns the run report.
+
+    ``progress(done, total, stage)`` is called before each stage and at the end (the flow
+    turns it into a Prefect progress artifact). ``engine`` replaces the configured one (tests
+    and benchmarks pass a FakeEngine or a loaded MlxEngine). With ``options.dry_run`` nothing
+    runs and nothing is written: the plan is returned instead of a report.
+    """
     overrides: dict[str, Any] = {"engine": options.engine}
     settings = load_settings(options.home, **overrides)
     require_home(settings.home)
     stages = select_stages(options.only, options.from_stage, options.until_stage)
+    since = parse_since(options.since)
+    if options.dry_run:
+        from tasks.ingest import configured_roots, discover
+
+        roots = configured_roots(settings) + [("auto", Path(p).expanduser().resolve()) for p in options.paths]
+        return dry_run_plan(settings, since, discover(roots)[0], stages)
     run_id = new_run_id()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     with writer_lock(settings.state_dir, f"memvault run {run_id}", settings.lock_timeout_s):
-        engine, reason = build_engine(settings, options.model)
+        engine, reason = (engine, f"engine {engine.name} (given by the caller)") if engine is not None \
+            else build_engine(settings, options.model)
         log.info("run %s: stages %s; engine %s (%s)", run_id, ", ".join(stages), engine.name, reason)
         ledger = Ledger(settings.ledger_path)
         ctx = StageContext(settings=settings, ledger=ledger, vault=Vault(settings.home),
                            embedder=Embedder(settings.embeddings.batch_size), run_id=run_id, engine=engine,
-                           extra_paths=[Path(p).expanduser().resolve() for p in options.paths])
+                           extra_paths=[Path(p).expanduser().resolve() for p in options.paths],
+                           since=since, budget=Budget(settings.budget.max_tokens, settings.budget.max_seconds))
         ledger.start_run(run_id, engine.name)
         results: dict[str, dict[str, Any]] = {}
         try:
-            for name in stages:
+            for done, name in enumerate(stages):
+                if progress:
+                    progress(done, len(stages), name)
                 t0 = time.perf_counter()
                 try:
                     if name == "changelog":
@@ -87,11 +107,15 @@ def execute(options: RunOptions, log: Any) -> dict[str, Any]:
                 out["seconds"] = round(time.perf_counter() - t0, 3)
                 results[name] = out
                 ledger.record_stage(run_id, name, out["status"], out["seconds"], out)
+            if progress:
+                progress(len(stages), len(stages), None)
         finally:
             finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
             report = build_report(run_id, engine.name, reason, results, ctx.touched_articles, ctx.rejected,
                                   started, finished)
             report["embedded_texts"] = ctx.embedder.texts
+            report["budget"] = ctx.budget.summary()
+            report["backlog"] = backlog(ledger, since, ctx.units_done, results)
             ledger.finish_run(run_id, report["status"], report)
             ledger.close()
             # Prefect keeps task parameters alive; drop the connection object itself so no
@@ -114,6 +138,13 @@ def publish(report: dict[str, Any]) -> None:
 @flow(name="nightly", log_prints=False)
 def nightly(options: RunOptions = RunOptions()) -> dict[str, Any]:
     """The whole pipeline (or a slice of it) over one memory home."""
-    report = execute(options, get_run_logger())
+    artifact = create_progress_artifact(0.0, key="memvault-run-progress", description="nightly: starting")
+
+    def progress(done: int, total: int, stage: str | None) -> None:
+        # One progress artifact per run, updated as each stage starts: the UI shows where a long run is.
+        update_progress_artifact(artifact, 100.0 * done / max(total, 1),
+                                 description=f"nightly: stage {stage} ({done + 1}/{total})" if stage else "nightly: done")
+
+    report = execute(options, get_run_logger(), progress)
     publish(report)
     return report

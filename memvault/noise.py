@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from memvault.models import Conversation, Message
 
@@ -31,8 +32,11 @@ _TRIM = " \t\r\n.!?,;:~"
 
 def strip_memory_blocks(text: str) -> str:
     """``text`` without memvault's injected recall and index blocks; the rest is kept."""
-    if "<memory-recall" not in text.lower() and "<memvault-index" not in text.lower():
-        return text  # the common case, without a regex pass
+    if "<m" not in text and "<M" not in text:
+        return text  # the common case: no tag can start here (cheaper than lower-casing it all)
+    lowered = text.lower()
+    if "<memory-recall" not in lowered and "<memvault-index" not in lowered:
+        return text  # no block, no regex pass
     return _INJECTED_BLOCKS.sub("", text).strip()
 
 
@@ -46,7 +50,14 @@ def is_low_value(text: str, patterns: Iterable[str] | None = None) -> bool:
     core = text.strip().lower().strip(_TRIM)
     if not core:
         return True
-    return any(re.fullmatch(p, core) for p in (patterns or DEFAULT_LOW_VALUE_PATTERNS))
+    # The setting adds to the built-in patterns (as documented), it does not replace them.
+    return any(p.fullmatch(core) for p in _compiled(tuple(patterns or ())))
+
+
+@lru_cache(maxsize=32)
+def _compiled(extra: tuple[str, ...]) -> list[re.Pattern[str]]:
+    """The built-in patterns plus ``extra``, compiled once (this runs for every message)."""
+    return [re.compile(p) for p in (*DEFAULT_LOW_VALUE_PATTERNS, *extra)]
 
 
 def mark_low_value(messages: list[Message], patterns: list[str] | None = None) -> list[Message]:

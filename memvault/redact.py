@@ -9,8 +9,10 @@ Order matters: specific kinds (private keys, JWTs, vendor keys) run before the g
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
+from typing import Any
 
 from memvault.errors import ConfigError
 from memvault.models import Conversation
@@ -48,6 +50,40 @@ DEFAULT_PATTERNS: dict[str, str] = {
 }
 
 
+# Lower-case fragments at least one of which every match of a built-in pattern contains. A
+# text holding none of them skips that regex: most messages hold no secret, and a substring
+# test is far cheaper than a regex scan (the `assignment` rule alone would cost 1 s per MB).
+# User patterns have no triggers and always run.
+TRIGGERS: dict[str, tuple[str, ...]] = {
+    "private_key": ("-----begin",),
+    "jwt": ("eyj",),
+    "aws_access_key_id": ("akia", "asia"),
+    "aws_secret_access_key": ("secret",),
+    "anthropic_api_key": ("sk-ant-",),
+    "openai_api_key": ("sk-",),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab_token": ("glpat-",),
+    "slack_token": ("xox",),
+    "bearer_token": ("bearer",),
+    "url_password": ("://",),
+    "assignment": ("password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "accesskey",
+                   "access_key", "access-key", "credential"),
+}
+
+
+_ALL_TRIGGERS = tuple(sorted({t for ts in TRIGGERS.values() for t in ts}))
+# The same gate in fewer scans, for the common case of text holding no trigger at all: the
+# case-sensitive patterns' fragments looked for as written (no lower-casing needed), and
+# short fragments shared by several case-insensitive triggers ("key" for api_key, apikey…).
+_EXACT_GATE = ("-----BEGIN", "eyJ", "AKIA", "ASIA", "sk-", "gh", "glpat-", "xox", "://")
+_FOLDED_GATE = ("secret", "bearer", "pass", "token", "key", "credential")
+
+
+def _may_hold_secret(text: str) -> bool:
+    """False only when no built-in pattern can match ``text`` (every trigger is absent)."""
+    return any(map(text.__contains__, _EXACT_GATE)) or any(map(text.lower().__contains__, _FOLDED_GATE))
+
+
 @lru_cache(maxsize=128)
 def _compile(name: str, pattern: str) -> re.Pattern[str]:
     try:
@@ -61,7 +97,13 @@ def _compile(name: str, pattern: str) -> re.Pattern[str]:
 def redact(text: str, extra_patterns: dict[str, str] | None = None) -> tuple[str, dict[str, int]]:
     """Replace secrets in ``text``; return the new text and how many of each kind were found."""
     counts: dict[str, int] = {}
+    if not extra_patterns and not _may_hold_secret(text):
+        return text, counts  # the common case: nothing that could start a secret
+    lowered = text.lower()
     for name, pattern in {**DEFAULT_PATTERNS, **(extra_patterns or {})}.items():
+        triggers = TRIGGERS.get(name) if pattern == DEFAULT_PATTERNS.get(name) else None
+        if triggers is not None and not any(map(lowered.__contains__, triggers)):
+            continue
         compiled = _compile(name, pattern)
         placeholder = PLACEHOLDER.format(kind=name)
         found = 0
@@ -99,6 +141,40 @@ def redact_conversation(
     messages = []
     for message in conv.messages:
         text, counts = redact(message.text, extra_patterns)
-        add(counts)
-        messages.append(message.model_copy(update={"text": text}))
+        if counts:
+            add(counts)
+            message = message.model_copy(update={"text": text})
+        # else the message is shared with ``conv``: nothing in it changed, and copying every
+        # message of every ingested conversation cost more than finding the secrets.
+        messages.append(message)
     return conv.model_copy(update={"title": title, "messages": messages}), totals
+
+
+def redact_json(value: Any, extra_patterns: dict[str, str] | None = None) -> tuple[Any, dict[str, int]]:
+    """``value`` (parsed JSON: dicts, lists, strings, numbers) with every string redacted.
+
+    Keys are kept as they are (ids, not prose); used for parser state and JSON columns, where
+    redacting the serialized text could cut through quotes and break the document.
+    """
+    totals: dict[str, int] = {}
+
+    def clean(values: list[Any]) -> bool:
+        # Parser state is mostly maps of ids: one look at a map's serialized values (keys left
+        # out, so a key named "key" proves nothing) settles thousands of strings at once.
+        return not extra_patterns and not any(isinstance(v, (dict, list, tuple)) for v in values) \
+            and not _may_hold_secret(json.dumps(values, ensure_ascii=False))
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            text, counts = redact(node, extra_patterns)
+            for kind, n in counts.items():
+                totals[kind] = totals.get(kind, 0) + n
+            return text
+        if isinstance(node, dict):
+            values = list(node.values())
+            return node if clean(values) else {k: walk(v) for k, v in zip(node, values)}
+        if isinstance(node, (list, tuple)):
+            return node if clean(list(node)) else [walk(v) for v in node]
+        return node
+
+    return walk(value), totals

@@ -56,6 +56,17 @@ def markdown(report: dict[str, Any]) -> str:
     if report["articles_rejected"]:
         lines.append("**Rejected:**")
         lines += [f"- {r['article']}: {'; '.join(r['reasons'])}" for r in report["articles_rejected"]]
+    left = report.get("backlog") or {}
+    if left.get("conversations_left") or left.get("chunks_unassigned") or left.get("chunks_pending"):
+        runs = left.get("estimated_runs_to_finish")
+        lines += ["", f"**Left for later runs:** {left.get('conversations_left', 0)} conversation(s) to chunk, "
+                  f"{left.get('chunks_unassigned', 0)} chunk(s) to cluster, {left.get('chunks_pending', 0)} chunk(s) "
+                  f"to synthesize — about {runs if runs is not None else '?'} more run(s) at this run's rate"]
+    budget = report.get("budget") or {}
+    if budget:
+        lines.append(f"\n**Budget:** {budget.get('tokens', 0)} of {budget.get('max_tokens')} tokens, "
+                     f"{budget.get('calls', 0)} model call(s)" +
+                     (f"; stopped: {budget['stopped']}" if budget.get("stopped") else ""))
     errors = report["stages"].get("ingest", {}).get("errors") or []
     if errors:
         lines += ["", f"**Ingest errors ({len(errors)}):**"]

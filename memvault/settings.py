@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 EngineName = Literal["auto", "mlx", "openai", "none"]
+INDEX_POINTER = "nodes.current"  # names the live node index after a `memvault reindex`
 
 
 class SourceSettings(BaseModel):
@@ -63,6 +64,13 @@ class ChunkSettings(BaseModel):
         default=0.25, description="No-model path: cut between exchanges whose embedding cosine falls below this"
     )
     max_chunk_chars: int = Field(default=12_000, description="A chunk never grows past this many characters")
+    prompt_chars: int = Field(
+        default=24_000, description="Model path: characters of one conversation shown to the model per call (longer ones are cut into windows)"
+    )
+    max_output_tokens: int = Field(default=768, description="Model path: tokens the model may generate per chunk call")
+    repair_gap: int = Field(
+        default=3, description="Model path: uncovered messages between two chunks that are given to a neighbour (more: fall back)"
+    )
 
 
 class ClusterSettings(BaseModel):
@@ -71,6 +79,9 @@ class ClusterSettings(BaseModel):
     assign_similarity: float = Field(default=0.45, description="Cosine to a bucket centroid needed to join it")
     group_similarity: float = Field(default=0.40, description="Cosine linking leftover chunks into a new bucket")
     min_support: int = Field(default=2, description="Chunks needed before a proposed bucket is created")
+    batch_size: int = Field(default=4, description="Model path: chunks classified per model call")
+    chunk_prompt_chars: int = Field(default=1_500, description="Model path: characters of each chunk shown to the model")
+    max_output_tokens: int = Field(default=512, description="Model path: tokens the model may generate per cluster call")
 
 
 class SynthesizeSettings(BaseModel):
@@ -78,6 +89,12 @@ class SynthesizeSettings(BaseModel):
 
     max_attempts: int = Field(default=3, description="Gate failures before a chunk is parked with a reason")
     sentences_per_chunk: int = Field(default=3, description="No-model path: sentences extracted per chunk")
+    chunks_per_call: int = Field(default=4, description="Model path: new chunks integrated into an article per model call")
+    chunk_prompt_chars: int = Field(default=3_000, description="Model path: characters of each new chunk shown to the model")
+    section_edit_words: int = Field(
+        default=1_200, description="Model path: past this many words an article is shown as an outline plus its most relevant sections"
+    )
+    max_output_tokens: int = Field(default=1_500, description="Model path: tokens the model may generate per synthesize call")
 
 
 class BudgetSettings(BaseModel):
@@ -105,6 +122,22 @@ class IndexSettings(BaseModel):
     recent_candidates: int = Field(default=120, description="Most recent nodes considered for edges")
     fts_candidates: int = Field(default=20, description="Full-text neighbours considered for edges")
     ann_threshold: int = Field(default=50_000, description="Build an ANN index past this many nodes")
+    ann_nprobes: int = Field(default=20, description="IVF partitions searched per query once the ANN index exists")
+    ann_refine_factor: int = Field(
+        default=5, description="ANN candidates re-ranked at full precision, as a multiple of the candidates asked"
+    )
+    context_turns: int = Field(
+        default=1, description="Turns before and after a message embedded with it (0: the message alone)"
+    )
+    cleanup_after_hours: float = Field(
+        default=24.0, description="Maintenance deletes index versions older than this; readers keep working"
+    )
+    duplicate_similarity: float = Field(
+        default=0.97, description="Maintenance merges conversation nodes this similar with (near-)identical text"
+    )
+    cold_after_days: int | None = Field(
+        default=None, description="Maintenance drops vectors of conversation nodes older than this (full text stays); unset keeps all"
+    )
 
 
 class RecallSettings(BaseModel):
@@ -120,6 +153,10 @@ class RecallSettings(BaseModel):
     rrf_k: int = Field(default=60, description="RRF constant")
     parent_damping: float = Field(default=0.55, description="Share of a hit's score lifted to its parent")
     neighbour_damping: float = Field(default=0.55, description="Share (× similarity) lifted to a similar neighbour")
+    child_damping: float = Field(default=0.55, description="Share of an exchange hit's score lifted to each of its messages")
+    sibling_damping: float = Field(
+        default=0.5, description="Share of a message hit's score lifted to the other messages of its exchange"
+    )
     diversity: float = Field(default=0.88, description="Drop candidates this similar to a picked node")
 
 
@@ -128,6 +165,7 @@ class ScheduleSettings(BaseModel):
 
     at: str = Field(default="03:00", description="Local time of the nightly run, HH:MM")
     timezone: str | None = Field(default=None, description="IANA time zone; default the machine's")
+    api_url: str = Field(default="http://127.0.0.1:4200/api", description="Prefect server the scheduled server, worker and deployments use")
 
 
 class Settings(BaseSettings):
@@ -174,6 +212,12 @@ class Settings(BaseSettings):
 
     @property
     def index_uri(self) -> str:
+        # `memvault reindex` builds a new index beside the old one, then atomically rewrites
+        # this pointer (relative to .memvault/, or a full URI), so readers never see a half index.
+        pointer = self.state_dir / INDEX_POINTER
+        current = pointer.read_text(encoding="utf-8").strip() if pointer.is_file() else ""
+        if current:
+            return current if "://" in current else str(self.state_dir / current)
         return self.index.uri or str(self.state_dir / "nodes.lance")
 
     @property

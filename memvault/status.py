@@ -46,7 +46,56 @@ def gather_status(settings: Settings) -> dict[str, Any]:
     if data["conversations"] is None:
         data.update({k: 0 for k in ("conversations", "messages", "chunks", "buckets")})
     data["nodes"] = _node_count(settings)
+    data.update(_operations(settings, data))
     return data
+
+
+def _operations(settings: Settings, data: dict[str, Any]) -> dict[str, Any]:
+    """Engine in use, index size and model, schedule state, and the next run (issue 7)."""
+    import os
+
+    from memvault.reports import latest_report
+    from memvault.schedule import next_scheduled_run, schedule_state
+
+    report = latest_report(settings.runs_dir)
+    out: dict[str, Any] = {
+        "engine_in_use": report.get("engine") if report else None,
+        "index_uri": settings.index_uri,
+        "index_bytes": _index_bytes(settings.index_uri),
+        "embedding_model": _index_model(settings),
+        "schedule": schedule_state(settings),
+        "next_run": None,
+    }
+    # Only a server the user runs is asked; without PREFECT_API_URL Prefect would start a
+    # temporary one, which status must never do.
+    api_url = os.environ.get("PREFECT_API_URL")
+    if api_url:
+        out["next_run"] = next_scheduled_run(api_url)
+    return out
+
+
+def _index_bytes(uri: str) -> int | None:
+    """Bytes on disk of a local index; None for object storage (not measured)."""
+    from pathlib import Path
+
+    if "://" in uri:
+        return None
+    root = Path(uri)
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
+
+
+def _index_model(settings: Settings) -> str | None:
+    from memvault.embeddings import DIM, MODEL_NAME
+    from memvault.errors import IndexMismatchError
+    from stores.nodes import NodeIndex
+
+    try:
+        return NodeIndex(settings.index_uri, MODEL_NAME, DIM, create=False).stored_model()
+    except IndexMismatchError as exc:
+        # The index holds another model's vectors: say which (the message names it).
+        return str(exc).split("`")[1] if "holds vectors of `" in str(exc) else None
+    except (ValueError, OSError):
+        return None
 
 
 def _node_count(settings: Settings) -> int:

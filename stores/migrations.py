@@ -84,3 +84,55 @@ def _initial(con: duckdb.DuckDBPyConnection) -> None:
             calls INTEGER DEFAULT 0, tokens INTEGER DEFAULT 0, counts JSON,
             PRIMARY KEY (run_id, stage)
         )""")
+
+
+@migration(2, "ignored conversations and ledger key/value state")
+def _ignored(con: duckdb.DuckDBPyConnection) -> None:
+    # Conversations on a topic of Meta/Topics_to_Ignore.md: kept, never chunked or indexed.
+    con.execute("ALTER TABLE conversations ADD COLUMN ignored BOOLEAN DEFAULT FALSE")
+    con.execute("UPDATE conversations SET ignored = FALSE")
+    # Small named values the pipeline remembers between runs (e.g. the ignore list's hash).
+    con.execute("CREATE TABLE ledger_state (key TEXT PRIMARY KEY, value TEXT, updated_at TIMESTAMP)")
+
+
+@migration(3, "model-backed stages: prompt hashes per unit, bucket proposals, pending Buckets.md additions")
+def _model_stages(con: duckdb.DuckDBPyConnection) -> None:
+    # Which prompt (template + Meta pages, hashed) and which path made each unit's result:
+    # the prompt hash is part of a unit's cache key (docs/pipeline.md, "Prompts").
+    con.execute("""
+        CREATE TABLE unit_results (
+            stage TEXT NOT NULL, unit TEXT NOT NULL, prompt_hash TEXT, method TEXT, reason TEXT,
+            run_id TEXT, recorded_at TIMESTAMP, PRIMARY KEY (stage, unit)
+        )""")
+    # New buckets proposed by the model, one row per supporting chunk, until they have enough.
+    con.execute("""
+        CREATE TABLE bucket_proposals (
+            name TEXT NOT NULL, chunk_id TEXT NOT NULL, description TEXT, run_id TEXT,
+            created_at TIMESTAMP, PRIMARY KEY (name, chunk_id)
+        )""")
+    # Buckets created in the ledger but not yet appended to Meta/Buckets.md: written in the
+    # same transaction as the buckets, cleared once the page is written (crash safety).
+    con.execute("""
+        CREATE TABLE pending_bucket_pages (
+            name TEXT PRIMARY KEY, description TEXT, run_id TEXT, created_at TIMESTAMP
+        )""")
+
+
+@migration(4, "editorial: a stable file stem per bucket, tombstones of forgotten conversations")
+def _editorial(con: duckdb.DuckDBPyConnection) -> None:
+    from memvault.markdown.names import title_to_stem, unique_stem
+
+    # Two bucket titles can sanitize to one file stem ("C# Tips", "C Tips"): the second gets
+    # `_2`, and the choice is stored so it never flips between runs.
+    con.execute("ALTER TABLE buckets ADD COLUMN stem TEXT")
+    taken: set[str] = set()
+    for (name,) in con.execute("SELECT name FROM buckets ORDER BY created_at, name").fetchall():
+        stem = unique_stem(title_to_stem(name), taken)
+        taken.add(stem)
+        con.execute("UPDATE buckets SET stem = ? WHERE name = ?", [stem, name])
+    # `memvault forget --conversation`: the id stays here so a later ingest never brings it back.
+    # No title or text is kept, only the key and where it came from.
+    con.execute("""
+        CREATE TABLE forgotten_conversations (
+            id TEXT PRIMARY KEY, source TEXT, forgotten_at TIMESTAMP
+        )""")

@@ -12,7 +12,7 @@ from typing import Any
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS
+from lancedb.index import FTS, BTree, IvfPq
 
 from memvault.errors import IndexMismatchError
 
@@ -108,20 +108,33 @@ class NodeIndex:
         return sorted(rows, key=lambda r: r["ord"])
 
     def pending_ids(self) -> list[str]:
-        return [r["id"] for r in self.nodes.search().where("pending").select(["id"]).limit(1_000_000).to_list()]
+        # Cold nodes (vectors dropped by maintenance on purpose) are pending too, but not to retry.
+        cold = self.cold_ids()
+        return [r["id"] for r in self.nodes.search().where("pending").select(["id"]).limit(1_000_000).to_list()
+                if r["id"] not in cold]
 
     def recent(self, n: int) -> list[dict[str, Any]]:
         """The ``n`` most recently created nodes that have vectors (edge candidates)."""
-        tbl = self.nodes.search().where("NOT pending").select(["id", "created_at", "vector"]).limit(10_000_000).to_arrow()
-        if tbl.num_rows <= n:
-            return tbl.to_pylist()
-        idx = np.argsort(tbl.column("created_at").to_numpy())[-n:]
-        return tbl.take(pa.array(idx)).to_pylist()
+        # Pick by the small columns first, then read only the chosen vectors: a scan of
+        # every vector would make each write O(N) in bytes read.
+        tbl = self.nodes.search().where("NOT pending").select(["id", "created_at"]).limit(10_000_000).to_arrow()
+        if tbl.num_rows > n:
+            idx = np.argsort(tbl.column("created_at").to_numpy())[-n:]
+            tbl = tbl.take(pa.array(idx))
+        ids = tbl.column("id").to_pylist()
+        if not ids:
+            return []
+        where = "id IN (" + ", ".join(_quote(i) for i in ids) + ")"
+        return self.nodes.search().where(where).select(["id", "created_at", "vector"]).limit(len(ids)).to_list()
 
-    def vector_search(self, vector: np.ndarray, k: int, where: str | None = None) -> list[dict[str, Any]]:
+    def vector_search(self, vector: np.ndarray, k: int, where: str | None = None,
+                      nprobes: int = 20, refine_factor: int = 5) -> list[dict[str, Any]]:
+        """Cosine top-``k``; exact below the ANN threshold, IVF-PQ with a full-precision
+        re-rank of ``k × refine_factor`` rows above it (``nprobes`` partitions searched)."""
         q = self.nodes.search(vector.astype(np.float32), vector_column_name="vector").metric("cosine")
         q = q.where("NOT pending" + (f" AND ({where})" if where else ""), prefilter=True)
-        return q.select(LIGHT_COLUMNS + ["vector"]).limit(k).to_list()
+        q = q.nprobes(nprobes).refine_factor(refine_factor)
+        return q.select(LIGHT_COLUMNS + ["vector", "_distance"]).limit(k).to_list()
 
     def fts_search(self, query: str, k: int) -> list[dict[str, Any]]:
         if not query.strip():
@@ -131,6 +144,16 @@ class NodeIndex:
         except (ValueError, RuntimeError, OSError):
             # No FTS index yet (an empty index), or a query the tokenizer rejects.
             return []
+
+    def children(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """Ids of the direct children of each of ``ids`` (those that have any)."""
+        if not ids:
+            return {}
+        where = "parent IN (" + ", ".join(_quote(i) for i in ids) + ")"
+        out: dict[str, list[str]] = {}
+        for r in self.nodes.search().where(where).select(["id", "parent", "ord"]).limit(1_000_000).to_list():
+            out.setdefault(r["parent"], []).append(r["id"])
+        return out
 
     def neighbours(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         if not ids:
@@ -158,12 +181,144 @@ class NodeIndex:
 
     def add_access(self, counts: dict[str, int]) -> None:
         """Fold access counts from the side log into the nodes (one write per run, not per query)."""
-        for node in self.get(list(counts)):
-            self.nodes.update(where=f"id = {_quote(node['id'])}", values={"access": int(node["access"] or 0) + counts[node["id"]]})
+        by_increment: dict[int, list[str]] = {}
+        for node_id, n in counts.items():
+            if n > 0:
+                by_increment.setdefault(int(n), []).append(node_id)
+        # One update per distinct increment (not per node): few versions however many nodes.
+        for n, ids in sorted(by_increment.items()):
+            for start in range(0, len(ids), 500):
+                where = "id IN (" + ", ".join(_quote(i) for i in ids[start:start + 500]) + ")"
+                self.nodes.update(where=where, values_sql={"access": f"coalesce(access, 0) + {n}"})
+
+    def ensure_indexes(self, ann_threshold: int, fold_fraction: float = 0.1) -> list[str]:
+        """Create the indexes a write needs and return which ones were built or refreshed.
+
+        Full text and a BTree on ``id`` (merge-insert and id lookups use it) always; the ANN
+        index once the table holds ``ann_threshold`` rows. Rows written later are still
+        searched (flat) until the indexes are folded: here when they exceed ``fold_fraction``
+        of the indexed rows, otherwise by maintenance — so a small write never costs O(N).
+        """
+        have = {tuple(i.columns): i for i in self.nodes.list_indices()}
+        edge_indexes = {tuple(i.columns): i for i in self.edges.list_indices()}
+        done = []
+        if ("src",) not in edge_indexes and self.edges.count_rows():
+            self.edges.create_index("src", config=BTree(), replace=True)  # neighbours() per query
+            done.append("edges")
+        elif any((i.num_unindexed_rows or 0) > fold_fraction * max(i.num_indexed_rows or 0, 1)
+                 for i in edge_indexes.values()):
+            self.edges.optimize()
+            done.append("fold edges")
+        if ("text",) not in have:
+            self.ensure_fts()
+            done.append("fts")
+        for column in ("id", "parent"):  # id lookups and merge-insert; children of a hit
+            if (column,) not in have:
+                self.nodes.create_index(column, config=BTree(), replace=True)
+                done.append(column)
+        rows = self.count()
+        if ("vector",) not in have and rows >= max(ann_threshold, 256):
+            self.create_ann(rows)
+            done.append("ann")
+        elif any((i.num_unindexed_rows or 0) > fold_fraction * max(i.num_indexed_rows or 0, 1) for i in have.values()):
+            self.nodes.optimize()  # folds new rows into every index; old versions kept (7-day default)
+            done.append("fold")
+        return done
+
+    def create_ann(self, rows: int | None = None) -> None:
+        """IVF-PQ over the vectors (cosine): ~√N partitions, 8 dimensions per PQ code."""
+        rows = rows or self.count()
+        partitions = max(1, min(4096, int(rows ** 0.5)))
+        sub_vectors = self.dim // 8 if self.dim % 8 == 0 else 1
+        self.nodes.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=partitions,
+                                                        num_sub_vectors=sub_vectors), replace=True)
+
+    def has_ann(self) -> bool:
+        return any(tuple(i.columns) == ("vector",) for i in self.nodes.list_indices())
 
     def ensure_fts(self) -> None:
         """(Re)build the full-text index over node text; rows added later are still searched."""
         self.nodes.create_index("text", config=FTS(with_position=False), replace=True)
+
+    def docs_matching(self, predicate: Any, batch: int = 10_000) -> dict[str, int]:
+        """Documents with a node whose title or text satisfies ``predicate(text)``: doc → nodes hit."""
+        hits: dict[str, int] = {}
+        reader = self.nodes.search().select(["doc", "title", "text"]).limit(10_000_000).to_batches(batch)
+        for part in reader:
+            for row in part.to_pylist():
+                if predicate(row["title"] or "") or predicate(row["text"] or ""):
+                    hits[row["doc"]] = hits.get(row["doc"], 0) + 1
+        return hits
+
+    def delete_docs(self, docs: Iterable[str]) -> int:
+        """Delete every node of these documents (and their edges); returns the nodes deleted."""
+        ids = [i for d in docs for i in self.doc_hashes(d)]
+        self.delete(ids)
+        return len(ids)
+
+    def purge_old_versions(self) -> None:
+        """Drop every older version's files, so deleted text no longer sits on disk.
+
+        A reader still on an older version at that moment may fail its query; the caller holds
+        the writer lock and means it (a secret must leave the disk), so LanceDB's warning is
+        silenced.
+        """
+        import warnings
+
+        for table in (self.nodes, self.edges):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+
+    # -- maintenance (memvault/maintenance.py) ----------------------------------------------------
+    def vectors(self) -> pa.Table:
+        """Every node that has a vector, with what maintenance needs to compare and merge them."""
+        cols = ["id", "doc", "doc_kind", "parent", "content_hash", "text", "created_at", "vector"]
+        return self.nodes.search().where("NOT pending").select(cols).limit(10_000_000).to_arrow()
+
+    def parent_ids(self) -> set[str]:
+        """Ids that some node names as its parent (inner nodes of a document tree)."""
+        rows = self.nodes.search().where("parent IS NOT NULL").select(["parent"]).limit(10_000_000).to_arrow()
+        return set(rows.column("parent").to_pylist())
+
+    def all_edges(self) -> list[tuple[str, str, float]]:
+        rows = self.edges.search().limit(100_000_000).to_list()
+        return [(r["src"], r["dst"], float(r["sim"])) for r in rows]
+
+    def replace_edges(self, edges: list[tuple[str, str, float]]) -> None:
+        """The whole edge set in one commit: readers see the old set or the new one, never none."""
+        data = pa.Table.from_pylist([{"src": s, "dst": d, "sim": float(w)} for s, d, w in edges], schema=EDGE_SCHEMA)
+        self.edges.add(data, mode="overwrite")
+
+    def cold_ids(self) -> set[str]:
+        if COLD not in set(self.db.list_tables().tables):
+            return set()
+        return set(self.db.open_table(COLD).to_arrow().column("id").to_pylist())
+
+    def mark_cold(self, ids: Sequence[str]) -> None:
+        """Drop these nodes' vectors: vector search skips them, full-text search still finds them."""
+        ids = [i for i in ids if i not in self.cold_ids()]
+        if not ids:
+            return
+        names = set(self.db.list_tables().tables)
+        cold = self.db.open_table(COLD) if COLD in names else self.db.create_table(COLD, schema=COLD_SCHEMA)
+        cold.add([{"id": i} for i in ids])
+        for start in range(0, len(ids), 500):
+            where = "id IN (" + ", ".join(_quote(i) for i in ids[start:start + 500]) + ")"
+            self.nodes.update(where=where, values={"pending": True, "vector": None})
+
+    def optimize(self, cleanup_older_than: timedelta) -> dict[str, int]:
+        """Compact every table and delete versions older than the margin; returns versions left."""
+        out = {}
+        for name in self.db.list_tables().tables:
+            table = self.db.open_table(name)
+            table.optimize(cleanup_older_than=cleanup_older_than)
+            out[name] = len(table.list_versions())
+        return out
+
+
+COLD = "cold"
+COLD_SCHEMA = pa.schema([pa.field("id", pa.string())])
 
 
 def now_utc() -> datetime:

@@ -83,6 +83,9 @@ class Vault:
         return True
 
     def remove(self, path: Path) -> None:
+        """Delete a vault file (a symlink itself, never its target); only inside the home."""
+        if not path.parent.resolve().is_relative_to(self.home.resolve()):
+            raise ValueError(f"refusing to remove a file outside the memory home: {path}")
         path.unlink(missing_ok=True)
 
     def find_article(self, name: str) -> Path | None:

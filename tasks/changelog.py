@@ -25,8 +25,9 @@ def digest(run_id: str, ingested: int, touched: dict[str, str], rejected: dict[s
     if rejected:
         lines.append("- Articles rejected:")
         lines += [f"  - [[{s}]]: {'; '.join(r)}" for s, r in sorted(rejected.items())]
-    lines.append(f"- Model tokens: {tokens}; time: " +
-                 ", ".join(f"{k} {v:.1f}s" for k, v in stage_seconds.items()))
+    per_stage = ", ".join(f"{k} {v:.1f}s" for k, v in stage_seconds.items())
+    lines.append(f"- Model tokens: {tokens}; time: {sum(stage_seconds.values()):.1f}s" +
+                 (f" ({per_stage})" if per_stage else ""))
     return "\n".join(lines) + "\n"
 
 

@@ -4,6 +4,12 @@ No-model path: TextTiling-like segmentation — embed each exchange (a user turn
 replies after it) and cut where consecutive exchanges stop being similar. Only messages of
 the active thread not yet in a chunk are chunked, so an appended session adds new chunks
 and never re-chunks what was already synthesized.
+
+Model path: the model names (start id, end id, label) per window of messages (tasks.chunk_model);
+near-misses are repaired deterministically; a reply that cannot be used makes that one
+conversation fall back to the no-model segmentation, and the reason is recorded. Each
+conversation is one unit: budget-checked before, committed in one transaction, failpoint
+`chunk:<n>` after.
 """
 
 import hashlib
@@ -13,6 +19,10 @@ import numpy as np
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
+from memvault.engines import structured
+from memvault.failpoints import failpoint
+from memvault.prompts import Prompt, load_prompt
+from tasks.chunk_model import ChunkReply, RepairError, repair, show, windows
 from tasks.text import label
 
 SKIP_KINDS = {"meta"}
@@ -87,17 +97,94 @@ def chunk_conversation(ctx: Any, cid: str) -> int:
     return len(ranges)
 
 
+def _save(ctx: Any, cid: str, msgs: list[dict[str, Any]], name: str, vector: np.ndarray) -> None:
+    ids = [m["native_id"] for m in msgs]
+    ctx.ledger.add_chunk(chunk_id(cid, ids), cid, ids, name, render(msgs), vector.astype(float).tolist(), ctx.run_id)
+
+
+def model_chunks(ctx: Any, cid: str, prompt: Prompt) -> tuple[list[tuple[list[dict[str, Any]], str]] | None, str | None, list[str]]:
+    """Ask the model to segment the unchunked tail; returns (chunks, why it failed, repair notes)."""
+    done = ctx.ledger.chunked_message_ids(cid)
+    fresh = [m for g in exchanges([m for m in ctx.ledger.active_thread(cid) if m["native_id"] not in done]) for m in g]
+    if not fresh:
+        return [], None, []
+    conv = ctx.ledger.conversation(cid)
+    settings = ctx.settings.chunk
+    date = (conv["started_at"] or conv["updated_at"])
+    out: list[tuple[list[dict[str, Any]], str]] = []
+    notes: list[str] = []
+    for window in windows(fresh, settings.prompt_chars):
+        text = prompt.render(title=conv["title"] or "untitled", source=conv["source"],
+                             date=date.strftime("%Y-%m-%d") if date else "undated",
+                             first_id="m1", last_id=f"m{len(window)}", messages=show(window))
+        reply = structured(ctx.engine, prompt.system, text, ChunkReply, settings.max_output_tokens,
+                           cache_prefix=prompt.system)
+        ctx.charge("chunk", reply.completions)
+        if reply.value is None:
+            return None, reply.reason, notes
+        try:
+            ranges, fixes = repair(reply.value.chunks, len(window), settings.repair_gap)
+        except RepairError as exc:
+            return None, f"unusable chunk ids: {exc}", notes
+        notes += fixes
+        out += [(window[a:b + 1], name) for a, b, name in ranges]
+    return out, None, notes
+
+
+def chunk_with_model(ctx: Any, cid: str, prompt: Prompt, log: Any = None) -> tuple[int, str, str | None]:
+    """Model path for one conversation; falls back to `chunk_conversation`. Returns (chunks, method, why)."""
+    chunks, why, notes = model_chunks(ctx, cid, prompt)
+    if chunks is None:
+        if log:
+            log.warning("chunk %s: model output unusable (%s); no-model segmentation instead", cid[:8], why)
+        n = chunk_conversation(ctx, cid)
+        ctx.ledger.record_unit_result("chunk", cid, prompt.hash, "fallback", why, ctx.run_id)
+        return n, "fallback", why
+    if chunks:
+        vectors = ctx.embedder.embed([render(msgs)[:2000] for msgs, _ in chunks])
+        for (msgs, name), vector in zip(chunks, vectors):
+            _save(ctx, cid, msgs, name or label(msgs[0]["text"]), vector)
+    ctx.ledger.record_unit_result("chunk", cid, prompt.hash, "model", "; ".join(notes) or None, ctx.run_id)
+    return len(chunks), "model", None
+
+
 def run_chunk(ctx: Any, log: Any = None) -> dict[str, Any]:
     todo = ctx.ledger.conversations_to_chunk()
-    made = 0
+    if ctx.since is not None:
+        recent = ctx.ledger.conversations_updated_since(ctx.since)
+        todo = [cid for cid in todo if cid in recent]
+    use_model = ctx.engine is not None and ctx.engine.name != "none"
+    prompt = load_prompt("chunk", ctx.vault.meta_dir) if use_model and todo else None
+    made = done = 0
+    methods = {"model": 0, "fallback": 0, "none": 0}
+    fallbacks: list[dict[str, str]] = []
+    stopped = None
     for cid in todo:
+        stopped = ctx.out_of_budget()
+        if stopped:
+            break
         with ctx.ledger.transaction():
-            n = chunk_conversation(ctx, cid)
+            if prompt is None:
+                n, method, why = chunk_conversation(ctx, cid), "none", None
+            else:
+                n, method, why = chunk_with_model(ctx, cid, prompt, log)
             ctx.ledger.mark_chunked(cid)
+        done += 1
+        failpoint("chunk", done)
         made += n
+        methods[method] += 1
+        if method == "fallback":
+            fallbacks.append({"conversation": cid[:12], "reason": why or ""})
         if log:
-            log.info("chunked %s into %d chunk(s)", cid[:8], n)
-    return {"conversations": len(todo), "chunks_new": made}
+            log.info("chunked %s into %d chunk(s) (%s)", cid[:8], n, method)
+    ctx.units_done["chunk"] = done
+    out: dict[str, Any] = {"conversations": done, "chunks_new": made, "waiting": len(todo) - done,
+                           **ctx.stage_cost("chunk")}
+    if prompt is not None:
+        out.update(prompt_hash=prompt.hash, model=methods["model"], fallback=methods["fallback"], fallbacks=fallbacks)
+    if stopped:
+        out["stopped"] = stopped
+    return out
 
 
 @task(name="chunk", retries=1, retry_delay_seconds=2, cache_policy=NONE)

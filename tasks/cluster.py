@@ -4,6 +4,15 @@ No-model path: a chunk joins the nearest bucket centroid above a threshold; left
 grouped by average-link agglomeration, and a group with enough support becomes a new bucket,
 named by its most distinctive terms and appended to Meta/Buckets.md. Buckets a person adds
 to Meta/Buckets.md by hand are honoured (their centroid comes from their name and text).
+
+Model path (tasks.cluster_model): batches of chunks go to the model with the bucket list; a
+proposed bucket is recorded and created once `min_support` chunks propose it; a chunk whose
+answer is unusable goes through the centroid path above, with the reason recorded. A chunk
+already asked under the current prompt hash is never asked again.
+
+Crash safety: every batch of assignments is one ledger transaction; buckets to append to
+Meta/Buckets.md are journaled in the same transaction and written right after, so a kill at
+any point resumes to the same buckets. Failpoint `cluster:<n>` fires after the n-th batch.
 """
 
 import re
@@ -13,6 +22,10 @@ import numpy as np
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
+from memvault.engines import structured
+from memvault.failpoints import failpoint
+from memvault.prompts import Prompt, load_prompt
+from tasks.cluster_model import ClusterReply, decide, key, show_buckets, show_chunks
 from tasks.text import keywords, surface_form
 
 _HEADING = re.compile(r"^##\s+(.+?)\s*$")
@@ -71,49 +84,95 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / (np.linalg.norm(v) or 1.0)
 
 
-def run_cluster(ctx: Any, log: Any = None) -> dict[str, Any]:
-    ledger, settings = ctx.ledger, ctx.settings.cluster
-    buckets_path = ctx.vault.meta_dir / "Buckets.md"
-    buckets_md = ctx.vault.read(buckets_path) or "# Buckets\n"
-    known = {b["name"]: b for b in ledger.buckets()}
-    # Buckets written into Meta/Buckets.md by hand get a centroid from their own words.
-    hand = {n: d for n, d in parse_buckets(buckets_md).items() if n not in known}
-    if hand:
-        vecs = ctx.embedder.embed([f"{n}. {d}" for n, d in hand.items()])
-        for (name, desc), vec in zip(hand.items(), vecs):
-            ledger.upsert_bucket(name, desc, vec.astype(float).tolist(), 0)
-        known = {b["name"]: b for b in ledger.buckets()}
-    pending = ledger.unassigned_chunks()
-    centroids = {n: np.array(b["centroid"], dtype=np.float32) for n, b in known.items() if b["centroid"]}
-    sizes = {n: b["size"] for n, b in known.items()}
-    descriptions = {n: b["description"] for n, b in known.items()}
+class _Run:
+    """State of one cluster pass: the buckets' centroids and the batch counter for failpoints."""
 
-    def assign_nearest(chunks: list[tuple[str, np.ndarray]]) -> list[tuple[str, np.ndarray]]:
-        """Join each chunk to its nearest bucket above the threshold; return the rest."""
-        rest = []
-        for chunk_id, v in chunks:
-            scores = {n: float(c @ v) for n, c in centroids.items()}
-            best = max(scores, key=scores.get, default=None)
-            if best is None or scores[best] < settings.assign_similarity:
-                rest.append((chunk_id, v))
-                continue
-            ledger.assign(chunk_id, best, scores[best], ctx.run_id)
-            centroids[best] = _unit(centroids[best] * sizes[best] + v)
-            sizes[best] += 1
-            ledger.upsert_bucket(best, descriptions[best], centroids[best].astype(float).tolist(), sizes[best])
-            if log:
-                log.info("chunk %s → %s (%.2f)", chunk_id[:8], best, scores[best])
-        return rest
+    def __init__(self, ctx: Any, log: Any) -> None:
+        self.ctx, self.log, self.ledger = ctx, log, ctx.ledger
+        known = {b["name"]: b for b in self.ledger.buckets()}
+        self.centroids = {n: np.array(b["centroid"], dtype=np.float32) for n, b in known.items() if b["centroid"]}
+        self.sizes = {n: b["size"] for n, b in known.items()}
+        self.descriptions = {n: b["description"] for n, b in known.items()}
+        self.batches = 0
+        self.created: dict[str, str] = {}
 
-    leftovers = assign_nearest([(cid, np.array(v, dtype=np.float32)) for cid, v in pending])
-    created: dict[str, str] = {}
-    if len(leftovers) >= settings.min_support:
-        vecs = np.stack([v for _, v in leftovers])
-        infos = [ledger.chunk(cid) for cid, _ in leftovers]
-        texts = [c["text"] for c in infos]
-        background = texts + [ledger.chunk(c)["text"] for c in ledger.assigned_chunk_ids(200)]
-        taken = {n.casefold() for n in known} | {p.stem.replace("_", " ").casefold() for p in ctx.vault.list_articles()}
-        grouped: set[int] = set()
+    def committed(self) -> None:
+        """A batch is in the ledger: write journaled Buckets.md additions, then the failpoint."""
+        flush_bucket_pages(self.ctx)
+        self.batches += 1
+        failpoint("cluster", self.batches)
+
+    def join(self, chunk_id: str, bucket: str, v: np.ndarray, score: float) -> None:
+        self.ledger.assign(chunk_id, bucket, score, self.ctx.run_id)
+        if bucket in self.centroids:
+            self.centroids[bucket] = _unit(self.centroids[bucket] * self.sizes[bucket] + v)
+        else:
+            self.centroids[bucket] = _unit(v)
+        self.sizes[bucket] = self.sizes.get(bucket, 0) + 1
+        self.ledger.upsert_bucket(bucket, self.descriptions.get(bucket, ""),
+                                  self.centroids[bucket].astype(float).tolist(), self.sizes[bucket])
+
+    def create(self, name: str, desc: str, vecs: np.ndarray) -> np.ndarray:
+        centroid = _unit(vecs.mean(axis=0))
+        self.ledger.upsert_bucket(name, desc, centroid.astype(float).tolist(), 0)
+        self.ledger.add_pending_bucket_page(name, desc, self.ctx.run_id)
+        self.centroids[name], self.sizes[name], self.descriptions[name] = centroid, 0, desc
+        self.created[name] = desc
+        return centroid
+
+    def nearest(self, chunk_id: str, v: np.ndarray) -> bool:
+        scores = {n: float(c @ v) for n, c in self.centroids.items()}
+        best = max(scores, key=scores.get, default=None)
+        if best is None or scores[best] < self.ctx.settings.cluster.assign_similarity:
+            return False
+        self.join(chunk_id, best, v, scores[best])
+        if self.log:
+            self.log.info("chunk %s → %s (%.2f)", chunk_id[:8], best, scores[best])
+        return True
+
+
+def flush_bucket_pages(ctx: Any) -> int:
+    """Append buckets journaled in the ledger but missing from Meta/Buckets.md; clear the journal."""
+    pending = ctx.ledger.pending_bucket_pages()
+    if not pending:
+        return 0
+    path = ctx.vault.meta_dir / "Buckets.md"
+    text = ctx.vault.read(path) or "# Buckets\n"
+    have = {key(n) for n in parse_buckets(text)}
+    new = {n: d for n, d in pending.items() if key(n) not in have}
+    if new:
+        ctx.vault.write(path, append_buckets(text, new))
+    ctx.ledger.clear_pending_bucket_pages()
+    return len(new)
+
+
+def centroid_path(run: _Run, pending: list[tuple[str, np.ndarray]]) -> tuple[int, int, str | None]:
+    """The no-model path over `pending`; returns (assigned, still waiting, why it stopped)."""
+    ctx, ledger, settings = run.ctx, run.ledger, run.ctx.settings.cluster
+    leftovers: list[tuple[str, np.ndarray]] = []
+    stopped = None
+    for n, (chunk_id, v) in enumerate(pending):
+        stopped = ctx.out_of_budget()
+        if stopped:
+            leftovers += pending[n:]
+            return len(pending) - len(leftovers), len(leftovers), stopped
+        with ledger.transaction():
+            joined = run.nearest(chunk_id, v)
+        if joined:
+            run.committed()
+        else:
+            leftovers.append((chunk_id, v))
+    if len(leftovers) < settings.min_support:
+        return len(pending) - len(leftovers), len(leftovers), None
+    vecs = np.stack([v for _, v in leftovers])
+    infos = [ledger.chunk(cid) for cid, _ in leftovers]
+    texts = [c["text"] for c in infos]
+    background = texts + [ledger.chunk(c)["text"] for c in ledger.assigned_chunk_ids(200)]
+    taken = {n.casefold() for n in run.centroids} | {n.casefold() for n in run.descriptions} | \
+        {p.stem.replace("_", " ").casefold() for p in ctx.vault.list_articles()} | ledger.taken_bucket_names()
+    grouped: set[int] = set()
+    # New buckets, their members and the chunks that then fit them: one batch, one transaction.
+    with ledger.transaction():
         for group in agglomerate(vecs, settings.group_similarity):
             if len(group) < settings.min_support:
                 continue
@@ -123,22 +182,136 @@ def run_cluster(ctx: Any, log: Any = None) -> dict[str, Any]:
             taken.add(name.casefold())
             terms = keywords(group_texts, background, n=5, titles=titles)
             desc = "Conversations about " + ", ".join(surface_form(t, group_texts) for t in terms) + "."
-            centroid = _unit(vecs[group].mean(axis=0))
-            ledger.upsert_bucket(name, desc, centroid.astype(float).tolist(), len(group))
+            centroid = run.create(name, desc, vecs[group])
             for i in group:
                 cid, v = leftovers[i]
                 ledger.assign(cid, name, float(v @ centroid), ctx.run_id)
-            centroids[name], sizes[name], descriptions[name] = centroid, len(group), desc
+            run.sizes[name] = len(group)
+            ledger.upsert_bucket(name, desc, centroid.astype(float).tolist(), len(group))
             grouped |= set(group)
-            created[name] = desc
-            if log:
-                log.info("new bucket %s from %d chunks", name, len(group))
+            if run.log:
+                run.log.info("new bucket %s from %d chunks", name, len(group))
         # Chunks left alone may belong to a bucket born in this very pass.
-        leftovers = assign_nearest([c for i, c in enumerate(leftovers) if i not in grouped])
-    if created:
-        ctx.vault.write(buckets_path, append_buckets(buckets_md, created))
-    return {"chunks": len(pending), "assigned": len(pending) - len(leftovers), "buckets_new": len(created),
-            "waiting": len(leftovers)}
+        rest = [c for i, c in enumerate(leftovers) if i not in grouped]
+        waiting = [c for c in rest if not run.nearest(*c)]
+    if grouped or len(waiting) < len(rest):
+        run.committed()
+    return len(pending) - len(waiting), len(waiting), None
+
+
+def model_path(run: _Run, pending: list[tuple[str, np.ndarray]], prompt: Prompt) -> dict[str, Any]:
+    """Ask the model batch by batch; returns counts, with the chunks that fall back to centroids."""
+    ctx, ledger, settings = run.ctx, run.ledger, run.ctx.settings.cluster
+    vectors = dict(pending)
+    asked = ledger.unit_results("cluster")
+    waiting = {c for rows in ledger.bucket_proposals().values() for c, _ in rows}
+    fresh = [c for c, _ in pending if c not in waiting and asked.get(c, {}).get("prompt_hash") != prompt.hash]
+    # Asked before under this very prompt: its answer stands, so no new call (cache key hit).
+    fallback = [(c, v) for c, v in pending if c not in waiting and c not in set(fresh)]
+    out: dict[str, Any] = {"model": 0, "proposed": 0, "fallbacks": []}
+    stopped = None
+    for start in range(0, len(fresh), max(1, settings.batch_size)):
+        stopped = ctx.out_of_budget()
+        if stopped:
+            break
+        batch = fresh[start:start + settings.batch_size]
+        chunks = [ledger.chunk(c) for c in batch]
+        known = {b["name"]: b["description"] for b in ledger.buckets()}
+        text = prompt.render(buckets=show_buckets(known), chunks=show_chunks(chunks, settings.chunk_prompt_chars))
+        reply = structured(ctx.engine, prompt.system, text, ClusterReply, settings.max_output_tokens,
+                           cache_prefix=prompt.system)
+        ctx.charge("cluster", reply.completions)
+        decisions = decide(reply.value, len(batch), {key(n): n for n in known}) if reply.value else \
+            [None] * len(batch)
+        with ledger.transaction():
+            for chunk_id, decision in zip(batch, decisions):
+                why = reply.reason if decision is None else decision.fallback
+                if why:
+                    fallback.append((chunk_id, vectors[chunk_id]))
+                    out["fallbacks"].append({"chunk": chunk_id[:12], "reason": why})
+                    ledger.record_unit_result("cluster", chunk_id, prompt.hash, "fallback", why, ctx.run_id)
+                    continue
+                for bucket in decision.buckets:
+                    run.join(chunk_id, bucket, vectors[chunk_id], float(run.centroids[bucket] @ vectors[chunk_id])
+                             if bucket in run.centroids else 1.0)
+                if decision.proposal and not decision.buckets:
+                    ledger.propose_bucket(decision.proposal[0], chunk_id, decision.proposal[1], ctx.run_id)
+                    out["proposed"] += 1
+                ledger.record_unit_result("cluster", chunk_id, prompt.hash,
+                                          "model" if decision.buckets else "proposal", None, ctx.run_id)
+                out["model"] += 1
+            adopt_proposals(run, vectors)
+        run.committed()
+    out["fallback"] = len(out["fallbacks"])
+    out["stopped"] = stopped
+    out["fallback_chunks"] = fallback
+    out["unasked"] = len(fresh) - out["model"] - out["fallback"]
+    return out
+
+
+def adopt_proposals(run: _Run, vectors: dict[str, np.ndarray]) -> None:
+    """Create each proposed bucket that `min_support` waiting chunks now support (same transaction)."""
+    grouped: dict[str, list[tuple[str, str, str]]] = {}
+    # A name the user forgot stays forgotten: such a proposal is dropped, never created.
+    forgotten = run.ledger.taken_bucket_names() - {n.casefold() for n in run.centroids}
+    for name, rows in run.ledger.bucket_proposals().items():
+        if name.casefold() in forgotten:
+            run.ledger.drop_bucket_proposal(name)
+            continue
+        grouped.setdefault(key(name), []).extend((name, c, d) for c, d in rows)
+    for rows in grouped.values():
+        members = [(c, vectors[c]) for _, c, _ in rows if c in vectors]
+        if len({c for c, _ in members}) < run.ctx.settings.cluster.min_support:
+            continue
+        name, _, desc = rows[0]
+        run.create(name, desc, np.stack([v for _, v in members]))
+        for c, v in members:
+            run.join(c, name, v, float(run.centroids[name] @ v))
+        for original, _, _ in rows:
+            run.ledger.drop_bucket_proposal(original)
+        if run.log:
+            run.log.info("proposed bucket %s created from %d chunks", name, len(members))
+
+
+def run_cluster(ctx: Any, log: Any = None) -> dict[str, Any]:
+    ledger = ctx.ledger
+    flush_bucket_pages(ctx)  # finish an interrupted run's Buckets.md write first
+    buckets_md = ctx.vault.read(ctx.vault.meta_dir / "Buckets.md") or "# Buckets\n"
+    # Forgotten buckets count as known: one a person re-adds to Buckets.md is not re-embedded.
+    known = {b["name"] for b in ledger.buckets(include_forgotten=True)}
+    # Buckets written into Meta/Buckets.md by hand get a centroid from their own words.
+    hand = {n: d for n, d in parse_buckets(buckets_md).items() if n not in known}
+    if hand:
+        vecs = ctx.embedder.embed([f"{n}. {d}" for n, d in hand.items()])
+        for (name, desc), vec in zip(hand.items(), vecs):
+            ledger.upsert_bucket(name, desc, vec.astype(float).tolist(), 0)
+    pending = [(cid, np.array(v, dtype=np.float32)) for cid, v in ledger.unassigned_chunks()]
+    if ctx.since is not None:
+        recent = ledger.conversations_updated_since(ctx.since)
+        owners = ledger.chunk_conversation_ids([c for c, _ in pending])
+        pending = [(c, v) for c, v in pending if owners.get(c) in recent]
+    run = _Run(ctx, log)
+    out: dict[str, Any] = {"chunks": len(pending)}
+    use_model = ctx.engine is not None and ctx.engine.name != "none"
+    if use_model and pending:
+        prompt = load_prompt("cluster", ctx.vault.meta_dir)
+        asked = model_path(run, pending, prompt)
+        fallback, stopped = asked.pop("fallback_chunks"), asked.pop("stopped")
+        assigned, waiting, stopped2 = centroid_path(run, fallback) if not stopped else (0, len(fallback), None)
+        out.update(asked, prompt_hash=prompt.hash, fallback_assigned=assigned)
+        stopped = stopped or stopped2
+        left = len(ledger.unassigned_chunks())
+        out["waiting"] = left
+        out["assigned"] = len(pending) - min(left, len(pending))
+    else:
+        assigned, waiting, stopped = centroid_path(run, pending)
+        out.update(assigned=assigned, waiting=waiting)
+    out["buckets_new"] = len(run.created)
+    out.update(ctx.stage_cost("cluster"))
+    ctx.units_done["cluster"] = out["assigned"]
+    if stopped:
+        out["stopped"] = stopped
+    return out
 
 
 @task(name="cluster", retries=1, retry_delay_seconds=2, cache_policy=NONE)

@@ -15,8 +15,10 @@ import numpy as np
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
+from memvault.failpoints import failpoint
 from memvault.ids import short_ids
-from memvault.markdown.tree import TreeNode, article_nodes, conversation_nodes
+from memvault.markdown.tree import TreeNode, article_nodes, conversation_nodes, truncate
+from memvault.recall.access import ACCESS_LOG, fold_access
 from stores.nodes import NodeIndex, now_utc
 
 
@@ -24,8 +26,33 @@ def node_id(doc: str, path: str) -> str:
     return hashlib.sha256(f"{doc}\x1f{path}".encode()).hexdigest()[:32]
 
 
-def node_hash(n: TreeNode) -> str:
-    return hashlib.sha256(f"{n.kind}\x1f{n.title}\x1f{n.text}".encode()).hexdigest()
+CONTEXT_CHARS = 200  # each neighbouring turn contributes at most this much to an embedding
+
+
+def node_hash(n: TreeNode, embed_text: str = "") -> str:
+    extra = f"\x1f{embed_text}" if embed_text else ""
+    return hashlib.sha256(f"{n.kind}\x1f{n.title}\x1f{n.text}{extra}".encode()).hexdigest()
+
+
+def context_texts(tree: list[TreeNode], turns: int) -> dict[str, str]:
+    """Contextual embedding text of each message node, by path: the conversation's title and
+    date, then up to ``turns`` turns before it, the message, and ``turns`` turns after it.
+
+    A turn such as "Yes, it was so powerful!" means little alone; embedded with its
+    neighbours and date it is found by the question it answers. The node's stored text (what
+    recall shows and full-text search matches) stays the message alone.
+    """
+    if turns <= 0 or not tree or tree[0].kind != "conversation":
+        return {}
+    root = tree[0]
+    header = " · ".join(p for p in (root.title, root.timestamp if isinstance(root.timestamp, str) else None) if p)
+    messages = [n for n in tree if n.kind == "message"]
+    out = {}
+    for i, m in enumerate(messages):
+        around = [*messages[max(0, i - turns):i], m, *messages[i + 1:i + 1 + turns]]
+        lines = [n.text if n is m else truncate(n.text, CONTEXT_CHARS) for n in around]
+        out[m.path] = "\n".join([header, *lines] if header else lines)
+    return out
 
 
 def _stable(path: str) -> str:
@@ -34,17 +61,24 @@ def _stable(path: str) -> str:
         ("/" if path.startswith("/conv:") else path)
 
 
-def rows_for(doc: str, doc_kind: str, tree: list[TreeNode]) -> list[dict[str, Any]]:
-    """Index rows for a document's tree; ids depend on the document key and a stable path."""
+def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int = 1) -> list[dict[str, Any]]:
+    """Index rows for a document's tree; ids depend on the document key and a stable path.
+
+    ``embed_text`` (not stored) is what gets embedded when it differs from title + text;
+    it is part of the content hash, so a message re-embeds when its neighbours change.
+    """
     now = now_utc()
+    contexts = context_texts(tree, context_turns)
     out = []
     for n in tree:
         created = n.timestamp if isinstance(n.timestamp, datetime) else now
+        embed_text = contexts.get(n.path, "")
         out.append({
+            "embed_text": embed_text or f"{n.title}\n{n.text}",
             "id": node_id(doc, _stable(n.path)), "doc": doc, "doc_kind": doc_kind, "path": n.path,
             "parent": node_id(doc, _stable(n.parent)) if n.parent else None, "kind": n.kind, "title": n.title,
             "text": n.text, "ref": n.ref, "ord": n.order, "vector": None, "pending": True,
-            "content_hash": node_hash(n), "created_at": created.replace(tzinfo=None), "updated_at": now,
+            "content_hash": node_hash(n, embed_text), "created_at": created.replace(tzinfo=None), "updated_at": now,
             "importance": 0.5 if doc_kind == "article" else 0.3, "access": 0,
         })
     return out
@@ -65,7 +99,7 @@ def embed_rows(embedder: Any, rows: list[dict[str, Any]], dim: int, log: Any = N
     for start in range(0, len(rows), batch):
         part = rows[start:start + batch]
         try:
-            vecs = embedder.embed([f"{r['title']}\n{r['text']}"[:2000] for r in part])
+            vecs = embedder.embed([(r.get("embed_text") or f"{r['title']}\n{r['text']}")[:2000] for r in part])
         except (RuntimeError, ValueError, OSError, MemoryError) as exc:
             failed += len(part)
             if log:
@@ -96,6 +130,27 @@ def similar_edges(nodes: NodeIndex, rows: list[dict[str, Any]], threshold: float
     return edges
 
 
+def write_index(nodes: NodeIndex, embedder: Any, writes: list[dict[str, Any]], deletes: list[str],
+                settings: Any, log: Any = None) -> int:
+    """Embed ``writes``, apply them and ``deletes``, link new nodes, refresh the search indexes.
+
+    Returns how many nodes were left pending. Shared by the index stage and the benchmarks,
+    so what is measured is what the product stores.
+    """
+    failed = embed_rows(embedder, writes, embedder.dim, log)
+    if deletes:
+        nodes.delete(deletes)
+    if writes:
+        nodes.upsert(writes)
+        nodes.add_edges(similar_edges(nodes, writes, settings.similar_threshold, settings.max_similar,
+                                      settings.recent_candidates, settings.fts_candidates))
+    if writes or deletes:
+        built = nodes.ensure_indexes(settings.ann_threshold)
+        if log and built:
+            log.info("search indexes built or refreshed: %s", ", ".join(built))
+    return failed
+
+
 def run_index(ctx: Any, log: Any = None) -> dict[str, Any]:
     nodes, ledger, settings = ctx.nodes, ctx.ledger, ctx.settings.index
     writes: list[dict[str, Any]] = []
@@ -120,7 +175,7 @@ def run_index(ctx: Any, log: Any = None) -> dict[str, Any]:
                 if not m["low_value"]]
         date = conv["started_at"].strftime("%Y-%m-%d") if conv["started_at"] else None
         tree = conversation_nodes(cid, shorts[cid], conv["title"] or "", date, conv["source"], msgs)
-        changed, gone = sync_doc(nodes, f"conv:{cid}", rows_for(f"conv:{cid}", "conversation", tree))
+        changed, gone = sync_doc(nodes, f"conv:{cid}", rows_for(f"conv:{cid}", "conversation", tree, settings.context_turns))
         writes += changed
         deletes += gone
         docs_seen += 1
@@ -129,20 +184,18 @@ def run_index(ctx: Any, log: Any = None) -> dict[str, Any]:
     for r in retry:
         r.pop("_distance", None)
     writes += retry
-    failed = embed_rows(ctx.embedder, writes, ctx.embedder.dim, log)
-    if deletes:
-        nodes.delete(deletes)
-    if writes:
-        nodes.upsert(writes)
-        nodes.add_edges(similar_edges(nodes, writes, settings.similar_threshold, settings.max_similar,
-                                      settings.recent_candidates, settings.fts_candidates))
-    if writes or deletes:
-        nodes.ensure_fts()
+    failed = write_index(nodes, ctx.embedder, writes, deletes, settings, log)
+    failpoint("index", 1)  # the run's one document batch is written; the ledger not yet marked
     ledger.mark_indexed(todo)
+    # Recall's access side log: renamed aside, then folded, so appends meanwhile are kept.
+    access = fold_access(ctx.settings.state_dir / ACCESS_LOG, nodes.add_access)
     if log:
         log.info("indexed %d node(s), deleted %d, %d pending", len(writes), len(deletes), failed)
+        if access["malformed"]:
+            log.warning("access log: %d malformed line(s) skipped", access["malformed"])
     return {"documents": docs_seen, "nodes_written": len(writes), "nodes_deleted": len(deletes),
-            "pending": failed, "embedded": len(writes) - failed, "nodes_total": nodes.count()}
+            "pending": failed, "embedded": len(writes) - failed, "nodes_total": nodes.count(),
+            "accesses_folded": access["accesses"]}
 
 
 @task(name="index", retries=1, retry_delay_seconds=2, cache_policy=NONE)

@@ -2,25 +2,37 @@
 
 An unchanged file costs a stat; an appended JSONL file is read from its byte offset (when
 the consumed prefix still hashes the same); anything else is re-parsed whole and diffed by
-message id. One bad file never stops the others: its problem is reported and skipped.
+message id. A big JSONL file is read in slices: each slice is stored and its watermark
+advanced in one transaction, so memory stays bounded and a crash resumes at the last slice.
+One bad file never stops the others: its problem is reported and skipped.
 """
 
+import gc
 import hashlib
-from collections import Counter
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 from pydantic import BaseModel, Field
 
-from memvault.models import LineError
+from memvault.errors import MemvaultError
+from memvault.failpoints import failpoint
+from memvault.models import Conversation, LineError
 from memvault.settings import Settings
 from stores.ledger import Ledger
 
 JSONL_KINDS = {"claude-code", "codex", "pi"}
 SUFFIXES = {".jsonl", ".json"}
 WINDOW = 64 * 1024
+SLICE_BYTES = 4 * 1024 * 1024
+PARTIAL = -1  # watermark size of a file ingested part way: never "unchanged", always resumed
+OWN_KEY = "memvault_own"  # state key: conversations of this file that memvault itself made
+TOPICS_KEY = "topics_to_ignore"  # ledger_state key: fingerprint of the list last applied
 
 
 class IngestResult(BaseModel):
@@ -28,12 +40,16 @@ class IngestResult(BaseModel):
     files_changed: int = 0
     conversations_new: int = 0
     conversations_updated: int = 0
+    conversations_ignored: int = Field(default=0, description="Newly flagged by Meta/Topics_to_Ignore.md")
     messages_new: int = 0
     bytes_read: int = 0
     redactions: dict[str, int] = Field(default_factory=dict)
     skipped_types: dict[str, int] = Field(default_factory=dict)
     skipped_own: int = 0
     errors: list[LineError] = Field(default_factory=list)
+    # Conversations that became ignored this run; their index nodes must go (not reported).
+    newly_ignored: list[str] = Field(default_factory=list, exclude=True)
+    slices: int = Field(default=0, exclude=True)  # slices stored this run (the failpoint counts them)
 
 
 def prefix_hash(path: Path, length: int) -> str:
@@ -52,96 +68,332 @@ def prefix_hash(path: Path, length: int) -> str:
 
 
 def discover(roots: list[tuple[str, Path]]) -> tuple[list[tuple[str, Path]], list[LineError]]:
-    """Expand folders into transcript files (sorted); report roots that do not exist."""
+    """Expand folders into transcript files (sorted); report roots that do not exist.
+
+    A folder named like a transcript (``x.jsonl/``) is kept, so ingesting it reports it.
+    """
     files: list[tuple[str, Path]] = []
     errors: list[LineError] = []
     for kind, root in roots:
         if root.is_file():
             files.append((kind, root))
         elif root.is_dir():
-            found = sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+            found = sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES)
             files.extend((kind, p) for p in found)
         else:
             errors.append(LineError(file=str(root), error="no such file or folder — check the path in memvault.toml"))
     return files, errors
 
 
-def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, result: IngestResult) -> None:
-    """Ingest one file into ``result``; errors are recorded, never raised."""
-    from memvault.noise import is_own_conversation, mark_low_value, strip_memory_blocks
-    from memvault.redact import redact_conversation
+class _Batches:
+    """Stores parsed slices in batches: every ``limit_bytes`` read or ``limit_files`` files,
+    whichever comes first, one upsert of all their conversations, one write of their
+    watermarks, one commit.
+
+    Stored slices and their watermarks always commit together, so a crash loses at most the
+    open batch, which the next run simply reads again. Batching small files matters: per-file
+    statements and commits (each an fsync) would otherwise dominate a thousand small sessions.
+    """
+
+    def __init__(self, ledger: Ledger, result: IngestResult, limit_bytes: int, limit_files: int = 500,
+                 pattern: str | None = None) -> None:
+        self.ledger, self.result, self.limit_bytes, self.limit_files = ledger, result, limit_bytes, limit_files
+        self.pattern = pattern
+        # A prefilter in Python for the ledger's (RE2) judgement: the topics without their
+        # word-boundary guards, since Python's \W is Unicode-aware where RE2's is ASCII. It
+        # may find more than the ledger confirms, never less.
+        self.topics = re.compile(pattern.replace(r"(?:^|\W)", "").replace(r"(?:\W|$)", "")) if pattern else None
+        self.pending_bytes = self.pending_files = self.commits = 0
+        self.items: list[tuple["_FileRun", Conversation]] = []
+        self.done: list["_FileRun"] = []  # files whose last slice is queued: counted once written
+        self.marks: list[tuple[str, str, int, float, str, int, dict[str, Any]]] = []
+        self._tx: Any = None
+
+    def __enter__(self) -> "_Batches":
+        self._tx = self.ledger.transaction()
+        self._tx.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[0] is None:
+            self.flush()
+        self._tx.__exit__(*exc)
+
+    def add(self, run: "_FileRun", conversations: list[Conversation],
+            mark: tuple[str, str, int, float, str, int, dict[str, Any]], nbytes: int, file_done: bool) -> None:
+        """Queue a parsed slice and its watermark; store and commit when the batch is full."""
+        self.items.extend((run, conv) for conv in conversations)
+        self.marks.append(mark)
+        if file_done:
+            self.done.append(run)
+        self.pending_bytes += nbytes
+        self.pending_files += file_done
+        if self.pending_bytes >= self.limit_bytes or self.pending_files >= self.limit_files:
+            try:
+                self.flush()
+            except (OSError, UnicodeError, ValueError) as exc:
+                # A failed write is not a problem of the file being read (the caller would
+                # report it as one and go on): stop the run; the open batch rolls back.
+                raise MemvaultError(f"storing a batch of transcripts failed ({type(exc).__name__}: {exc}); "
+                                    "nothing of it was committed — run ingest again") from exc
+            self._tx.__exit__(None, None, None)
+            self.commits += 1
+            self.pending_bytes = self.pending_files = 0
+            failpoint("ingest", self.commits)  # resume tests: a hard exit right after a commit
+            self._tx = self.ledger.transaction()
+            self._tx.__enter__()
+
+    def flush(self) -> None:
+        """Write the queued conversations and watermarks (inside the open transaction)."""
+        items, self.items = self.items, []
+        results = self.ledger.upsert_conversations([conv for _, conv in items])
+        judge: list[str] = []
+        for (run, conv), (is_new, n_new, n_changed) in zip(items, results):
+            run.note(conv.id, is_new, n_new, n_changed)
+            # Only new text can newly match an ignored topic, and only an edit can stop a match:
+            # the ledger re-judges just those, not every stored message of every conversation.
+            if self.topics is not None and (n_changed or self._mentions_topic(conv)):
+                judge.append(conv.id)
+        del items, results
+        if judge:
+            on, _ = self.ledger.apply_ignored_topics(self.pattern, list(dict.fromkeys(judge)))
+            self.result.conversations_ignored += len(on)
+            self.result.newly_ignored.extend(on)
+        self.ledger.set_watermarks(self.marks)
+        self.marks = []
+        for run in self.done:
+            run.finish()
+        self.done = []
+
+    def _mentions_topic(self, conv: Conversation) -> bool:
+        assert self.topics is not None
+        return bool(self.topics.search(conv.title)) or any(self.topics.search(m.text) for m in conv.messages)
+
+
+class _FileRun:
+    """Prepares the slices of one file for storing and keeps its counts (a conversation is
+    new *or* updated)."""
+
+    def __init__(self, settings: Settings, result: IngestResult, own: set[str]) -> None:
+        self.settings, self.result, self.own = settings, result, own
+        self.new: set[str] = set()
+        self.updated: set[str] = set()
+
+    def prepare(self, conversations: list[Conversation]) -> list[Conversation]:
+        """Drop memvault's own conversations; strip injected blocks, mark noise, redact."""
+        from memvault.noise import is_own_conversation, mark_low_value, strip_memory_blocks
+        from memvault.redact import redact_conversation
+
+        ingest = self.settings.ingest
+        out: list[Conversation] = []
+        for conv in conversations:
+            # The sentinel sits in the first messages: remembered per file, so the rest of the
+            # conversation, arriving in later slices or appends, is dropped too.
+            if conv.id in self.own or is_own_conversation(conv):
+                if conv.id not in self.own:
+                    self.result.skipped_own += 1
+                self.own.add(conv.id)
+                continue
+            for m in conv.messages:
+                text = strip_memory_blocks(m.text)
+                if text is not m.text:  # assigning to a pydantic model is not free
+                    m.text = text
+            mark_low_value(conv.messages, ingest.low_value_patterns or None)
+            conv, counts = redact_conversation(conv, ingest.redact_patterns or None)
+            for name, n in counts.items():
+                self.result.redactions[name] = self.result.redactions.get(name, 0) + n
+            out.append(conv)
+        return out
+
+    def note(self, cid: str, is_new: bool, n_new: int, n_changed: int) -> None:
+        """Count what storing one conversation did (called when its batch is written)."""
+        self.result.messages_new += n_new
+        if is_new:
+            self.new.add(cid)
+        elif n_new or n_changed:
+            self.updated.add(cid)
+
+    def finish(self) -> None:
+        """Add this file's conversation counts to the result (after its last batch is written)."""
+        self.result.conversations_new += len(self.new)
+        self.result.conversations_updated += len(self.updated - self.new)
+
+
+def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, result: IngestResult,
+                batches: _Batches, mark: dict[str, Any] | None, progress: Any = None,
+                slice_bytes: int = SLICE_BYTES, key: str | None = None) -> "_FileRun | None":
+    """Parse one file into ``batches``; bad input is recorded in ``result``, never raised.
+
+    ``mark`` is the file's watermark (looked up for all files at once), ``progress`` a
+    ProgressSink for bytes read, ``key`` the resolved path if the caller has it. Returns the file's run, whose counts are complete once the
+    batches are flushed (None when nothing was read).
+    """
+    from memvault.redact import redact_json
     from memvault.sources import detect_format, parse_file
 
-    key = str(path.resolve())
-    st = path.stat()
-    mark = ledger.watermark(key)
+    st = path.stat()  # one stat serves the folder check and the watermark comparison
+    if S_ISDIR(st.st_mode):
+        result.errors.append(LineError(file=str(path), error=f"{path} is a directory, not a transcript file — skipped"))
+        return None
+    key = key or str(path.resolve())
     if mark and mark["size"] == st.st_size and mark["mtime"] == st.st_mtime:
-        return
+        return None
     kind = mark["kind"] if mark else (kind_hint if kind_hint != "auto" else detect_format(path))
     if kind is None:
         result.errors.append(LineError(file=str(path), error="not a transcript memvault recognizes (claude-code, codex, pi, chatgpt or claude-ai) — skipped"))
-        return
-    start, state = 0, None
+        return None
+    offset, state = 0, None
     if mark and kind in JSONL_KINDS and st.st_size >= mark["byte_offset"] > 0 \
             and prefix_hash(path, mark["byte_offset"]) == mark["prefix_hash"]:
-        start, state = mark["byte_offset"], mark["state"]
-    parsed = parse_file(path, kind, start, state)
+        offset, state = mark["byte_offset"], (ledger.watermark(key) or {}).get("state")
+    run = _FileRun(settings, result, set((state or {}).get(OWN_KEY, [])))
     result.files_changed += 1
-    result.bytes_read += max(parsed.end_offset - start, 0)
-    result.errors.extend(parsed.errors)
-    for name, n in parsed.skipped_types.items():
-        result.skipped_types[name] = result.skipped_types.get(name, 0) + n
-    redactions: Counter[str] = Counter()
-    with ledger.transaction():
-        for conv in parsed.conversations:
-            if is_own_conversation(conv):
-                result.skipped_own += 1
-                continue
-            for m in conv.messages:
-                m.text = strip_memory_blocks(m.text)
-            mark_low_value(conv.messages, settings.ingest.low_value_patterns or None)
-            conv, counts = redact_conversation(conv, settings.ingest.redact_patterns or None)
-            redactions.update(counts)
-            is_new, n_new, n_changed = ledger.upsert_conversation(conv)
-            result.messages_new += n_new
-            if is_new:
-                result.conversations_new += 1
-            elif n_new or n_changed:
-                result.conversations_updated += 1
-        ledger.set_watermark(key, kind, st.st_size, st.st_mtime, prefix_hash(path, parsed.end_offset),
-                             parsed.end_offset, parsed.state)
-    for name, n in redactions.items():
-        result.redactions[name] = result.redactions.get(name, 0) + n
+    jsonl = kind in JSONL_KINDS
+    while True:
+        parsed = parse_file(path, kind, offset, state, max_bytes=slice_bytes if jsonl else None)
+        consumed = max(parsed.end_offset - offset, 0)
+        more = jsonl and consumed >= slice_bytes  # stopped at the slice limit, not at the end
+        result.errors.extend(parsed.errors)
+        for name, n in parsed.skipped_types.items():
+            result.skipped_types[name] = result.skipped_types.get(name, 0) + n
+        conversations = run.prepare(parsed.conversations)
+        # Parser state is stored in the ledger too, and may quote message text (a title, an
+        # assistant message being merged): it is redacted like the messages themselves.
+        new_state, _ = redact_json({**parsed.state, OWN_KEY: sorted(run.own)}, settings.ingest.redact_patterns or None)
+        end = parsed.end_offset
+        mark_row = (key, kind, PARTIAL if more else st.st_size, st.st_mtime, prefix_hash(path, end), end, new_state)
+        del parsed  # the slice's objects go as soon as the batch has them
+        result.bytes_read += consumed
+        result.slices += 1
+        batches.add(run, conversations, mark_row, consumed, file_done=not more)
+        del conversations
+        if progress is not None:
+            progress.advance(consumed)
+        if not more:
+            break
+        offset, state = end, new_state
+    return run
 
 
 def configured_roots(settings: Settings) -> list[tuple[str, Path]]:
     return [(s.kind, Path(s.path).expanduser()) for s in settings.sources]
 
 
-def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]], progress: Any = None) -> IngestResult:
-    """Ingest every file under ``roots``; ``progress(path, size)`` is called per file when given."""
+def _file_size(path: Path) -> int:
+    try:
+        st = path.stat()
+    except OSError:
+        return 0
+    return st.st_size if S_ISREG(st.st_mode) else 0
+
+
+def _resolved(path: Path, folders: dict[Path, Path]) -> str:
+    """``str(path.resolve())``, resolving each folder once: a no-change run over a thousand
+    sessions in forty project folders is mostly this."""
+    if path.is_symlink():
+        return str(path.resolve())
+    folder = folders.get(path.parent)
+    if folder is None:
+        folder = folders[path.parent] = path.parent.resolve()
+    return str(folder / path.name)
+
+
+def apply_topics(ledger: Ledger, settings: Settings, result: IngestResult) -> str | None:
+    """The Topics_to_Ignore regex; when the list changed since last run, re-judge everything."""
+    from memvault.topics import load_topics, topics_fingerprint, topics_pattern
+
+    topics = load_topics(settings.home)
+    pattern = topics_pattern(topics)
+    fingerprint = topics_fingerprint(topics)
+    if ledger.state_value(TOPICS_KEY) != fingerprint:
+        with ledger.transaction():
+            on, _off = ledger.apply_ignored_topics(pattern)
+            ledger.set_state_value(TOPICS_KEY, fingerprint)
+        result.conversations_ignored += len(on)
+        result.newly_ignored.extend(on)
+    return pattern
+
+
+@contextmanager
+def _fewer_gc_passes() -> Iterator[None]:
+    """Run the cyclic garbage collector less often while ingesting.
+
+    A batch holds tens of thousands of live messages, and every default-threshold pass walks
+    them all again (a fifth of the CPU time), though parsed JSON and messages hold no cycles.
+    The collector still runs, only after more allocations; the old thresholds come back after.
+    """
+    before = gc.get_threshold()
+    gc.set_threshold(20_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]], progress: Any = None,
+               slice_bytes: int = SLICE_BYTES) -> IngestResult:
+    """Ingest every file under ``roots``; ``progress`` is a memvault.ingest_progress.ProgressSink."""
     result = IngestResult()
+    pattern = apply_topics(ledger, settings, result)
     files, errors = discover(roots)
     result.errors.extend(errors)
-    for kind, path in files:
-        result.files_seen += 1
-        try:
-            ingest_file(ledger, path, kind, settings, result)
-        except (OSError, UnicodeError, ValueError) as exc:
-            # A file that vanished, turned into a folder, or cannot be read: report and go on.
-            result.errors.append(LineError(file=str(path), error=f"{type(exc).__name__}: {exc}"))
-        if progress is not None:
-            progress(path)
+    sizes = [_file_size(p) for _, p in files]
+    marks = ledger.watermarks()  # one query, so an unchanged file costs only its stat
+    if progress is not None:
+        progress.begin(len(files), sum(sizes))
+    with _fewer_gc_passes(), ledger.bulk_load(), _Batches(ledger, result, slice_bytes, pattern=pattern) as batches:
+        folders: dict[Path, Path] = {}
+        for (kind, path), size in zip(files, sizes):
+            _ingest_one(ledger, settings, result, batches, marks, kind, path, size, progress, slice_bytes, folders)
     return result
+
+
+def _ingest_one(ledger: Ledger, settings: Settings, result: IngestResult, batches: _Batches,
+                marks: dict[str, dict[str, Any]], kind: str, path: Path, size: int, progress: Any,
+                slice_bytes: int, folders: dict[Path, Path]) -> None:
+    """One file of ``run_ingest``: its problems become errors, never exceptions."""
+    result.files_seen += 1
+    before = result.bytes_read
+    try:
+        key = _resolved(path, folders)
+        ingest_file(ledger, path, kind, settings, result, batches, marks.get(key), progress, slice_bytes, key)
+    except FileNotFoundError:
+        result.errors.append(LineError(file=str(path), error=f"{path} vanished during the run (moved or "
+                                       "deleted) — skipped; it is read again if it comes back"))
+    except (OSError, UnicodeError, ValueError) as exc:
+        # A file that cannot be read: report and go on.
+        result.errors.append(LineError(file=str(path), error=f"{type(exc).__name__}: {exc}"))
+    if progress is not None:
+        # Unchanged or appended files read less than their size: the bar still completes.
+        progress.advance(max(size - (result.bytes_read - before), 0))
+        progress.file_done(path)
+
+
+def drop_ignored_from_index(ctx: Any, cids: list[str]) -> int:
+    """Remove the index nodes of conversations that just became ignored (so recall skips them)."""
+    indexed = [c for c in cids if ctx.nodes.doc_hashes(f"conv:{c}")]
+    ids = [i for c in indexed for i in ctx.nodes.doc_hashes(f"conv:{c}")]
+    if ids:
+        ctx.nodes.delete(ids)
+    ctx.ledger.clear_indexed(indexed)
+    return len(ids)
 
 
 @task(name="ingest", retries=1, retry_delay_seconds=2, cache_policy=NONE)
 def ingest(ctx: Any) -> dict[str, Any]:
     """Prefect task: ingest configured sources plus any ad hoc paths of this run."""
+    from memvault.ingest_progress import current
+
     log = get_run_logger()
     roots = configured_roots(ctx.settings) + [("auto", p) for p in ctx.extra_paths]
-    result = run_ingest(ctx.ledger, ctx.settings, roots, progress=lambda p: log.info("ingested %s", p))
+    result = run_ingest(ctx.ledger, ctx.settings, roots, progress=current())
     ctx.conversations_ingested = result.conversations_new + result.conversations_updated
     for err in result.errors:
         log.warning("%s:%s: %s", err.file, err.line or "-", err.error)
+    if result.newly_ignored:
+        dropped = drop_ignored_from_index(ctx, result.newly_ignored)
+        log.info("%d conversation(s) now ignored (Meta/Topics_to_Ignore.md); %d index node(s) removed",
+                 len(result.newly_ignored), dropped)
+    log.info("ingested %d file(s), %d changed, %d new message(s)", result.files_seen, result.files_changed,
+             result.messages_new)
     return result.model_dump(mode="json")

@@ -5,10 +5,21 @@ No-model path: extractive synthesis — the most informative sentences of each n
 become a section citing its conversation. Existing text (including a person's edits) is
 kept as is; new sections are woven in before See also / References.
 
+Model path (tasks.synthesize_model): per bucket, batches of new chunks go to the model with
+the article (or, for a large one, its outline and most relevant sections); its section-level
+edits are applied deterministically, conflicts become dated notes on `Talk/<Bucket>.md`.
+Both paths read the current file, so a person's edit is what new material is woven into.
+
+The gate runs before any write. A rejected batch leaves the article untouched, its reasons go
+to the run report and the Talk page, and its chunks are retried next run — at most
+`synthesize.max_attempts` times, then parked with the reason (unparked when the prompt changes).
+
 Crash safety: the intent (bucket, chunks, hash of the new article) is journaled in the
 ledger before the file is written; the next run turns an intent whose file matches into
 `synthesized_bucket_chunks` rows and drops one whose file was never written, so no chunk is
-synthesized twice and none is lost.
+synthesized twice and none is lost. Articles written but not committed by an interrupted run
+are handed to wikify again, so the resumed run ends like an uninterrupted one.
+Failpoint `synthesize:<n>` fires after the n-th article write.
 """
 
 import hashlib
@@ -20,11 +31,13 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
+from memvault.engines import structured
 from memvault.failpoints import failpoint
 from memvault.ids import short_ids
+from memvault.prompts import Prompt, load_prompt
 from memvault.markdown.footnotes import renumber
 from memvault.markdown.gate import gate
-from memvault.markdown.names import title_to_stem
+from tasks.synthesize_model import SynthesisReply, apply_reply, article_view, material, talk_entry
 from tasks.text import keywords, sentences, surface_form, words
 
 _ROLE = re.compile(r"^(user|assistant|tool|system|attachment|summary):\s*", re.I)
@@ -86,7 +99,7 @@ def add_sections(text: str, sections: list[tuple[str, str, str]]) -> str:
 def synthesize_bucket(ctx: Any, bucket: str, chunk_ids: list[str], shorts: dict[str, str]) -> tuple[str, str | None, str]:
     """Build the new article text; returns (path key, previous text, new text)."""
     vault, ledger = ctx.vault, ctx.ledger
-    path = vault.article_path(bucket)
+    path = vault.article_path(ledger.bucket_stem(bucket))
     previous = vault.read(path)
     chunks = [ledger.chunk(c) for c in chunk_ids]
     texts = [c["text"] for c in chunks]
@@ -114,7 +127,7 @@ def resolve_intents(ctx: Any) -> int:
     """Finish the journal of an interrupted run (see the module docstring)."""
     done = 0
     for intent in ctx.ledger.intents():
-        path = ctx.vault.article_path(intent["bucket"])
+        path = ctx.vault.article_path(ctx.ledger.bucket_stem(intent["bucket"]))
         current = ctx.vault.read(path)
         written = current is not None and hashlib.sha256(current.encode()).hexdigest() == intent["article_hash"]
         ctx.ledger.complete_intent(intent["bucket"], written)
@@ -122,44 +135,201 @@ def resolve_intents(ctx: Any) -> int:
     return done
 
 
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def article_states(ctx: Any, stems: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Articles an interrupted run wrote but never committed (stem → created/updated), and
+    articles edited by hand since memvault last wrote them.
+
+    Through git: a file that differs from HEAD is memvault's own when its hash is the one
+    memvault last recorded for its bucket, else a person's edit; a clean file is a person's
+    edit when the last commit touching it was not made by memvault's author.
+    """
+    from stores.vault import AUTHOR
+
+    vault = ctx.vault
+    repo = vault.repo
+    dirty = [p for p in vault.dirty_paths() if p.startswith("articles/") and p.endswith(".md")]
+    untracked = set(repo.untracked_files)
+    ours = set(ctx.ledger.last_article_hashes().values())
+    resumed: dict[str, str] = {}
+    hand: list[str] = []
+    for rel in dirty:
+        path = vault.home / rel
+        if not path.is_file():
+            continue
+        if _sha(path.read_text(encoding="utf-8")) in ours:
+            resumed[path.stem] = "created" if rel in untracked else "updated"
+        else:
+            hand.append(path.stem)
+    if repo.head.is_valid():
+        for stem in stems:
+            rel = f"articles/{stem}.md"
+            if stem in hand or stem in resumed or not (vault.home / rel).is_file():
+                continue
+            last = next(repo.iter_commits(paths=rel, max_count=1), None)
+            if last is not None and last.author.email != AUTHOR.email:
+                hand.append(stem)
+    return resumed, sorted(hand)
+
+
+class _Tally:
+    """Counts of one synthesize pass; `written` drives the failpoint."""
+
+    def __init__(self) -> None:
+        self.created = self.updated = self.rejected = self.written = self.parked = 0
+        self.stopped: str | None = None
+        self.chunks_done = 0
+
+
+def _wrote(ctx: Any, tally: _Tally, stem: str, previous: str | None) -> None:
+    tally.written += 1
+    if previous is None:
+        tally.created += 1
+        ctx.touched_articles[stem] = "created"
+    else:
+        tally.updated += 1
+        ctx.touched_articles.setdefault(stem, "updated")
+    failpoint("synthesize", tally.written)
+
+
+def reject(ctx: Any, tally: _Tally, bucket: str, chunk_ids: list[str], reasons: list[str],
+           prompt_hash: str | None, log: Any = None) -> None:
+    """Leave the article as it is; reasons to the report and the Talk page; count the attempt."""
+    stem = ctx.ledger.bucket_stem(bucket)
+    tally.rejected += 1
+    ctx.rejected.setdefault(stem, []).extend(r for r in reasons if r not in ctx.rejected.get(stem, []))
+    limit = ctx.settings.synthesize.max_attempts
+    with ctx.ledger.transaction():
+        for c in chunk_ids:
+            unit = f"{bucket}/{c}"
+            if ctx.ledger.note_attempt("synthesize", unit, "; ".join(reasons), limit):
+                tally.parked += 1
+            ctx.ledger.record_unit_result("synthesize", unit, prompt_hash, "rejected", "; ".join(reasons), ctx.run_id)
+    talk = ctx.vault.talk_path(ctx.ledger.bucket_stem(bucket))
+    today = datetime.now().strftime("%Y-%m-%d")
+    lines = [f"New material from {len(chunk_ids)} chunk(s) was not integrated (the article is unchanged; "
+             f"retried next run, at most {limit} times):", *reasons]
+    ctx.vault.write(talk, talk_entry(ctx.vault.read(talk), bucket, ctx.run_id, today, "synthesis rejected", lines))
+    ctx.talk_notes += 1
+    if log:
+        log.warning("rejected %s: %s", stem, "; ".join(reasons))
+
+
+def synthesize_with_model(ctx: Any, bucket: str, chunk_ids: list[str], shorts: dict[str, str],
+                          known: set[str], prompt: Prompt, tally: _Tally, log: Any = None) -> None:
+    """Integrate a bucket's new chunks, one batch (one model call, one article write) at a time."""
+    settings = ctx.settings.synthesize
+    vault, ledger = ctx.vault, ctx.ledger
+    stem = ledger.bucket_stem(bucket)
+    path = vault.article_path(stem)
+    description = next((b["description"] for b in ledger.buckets() if b["name"] == bucket), "") or "none"
+    today = datetime.now().strftime("%Y-%m-%d")
+    step = max(1, settings.chunks_per_call)
+    for start in range(0, len(chunk_ids), step):
+        tally.stopped = ctx.out_of_budget()
+        if tally.stopped:
+            return
+        batch = chunk_ids[start:start + step]
+        chunks = [ledger.chunk(c) for c in batch]
+        previous = vault.read(path)
+        definitions = {shorts[c["conversation_id"]]: citation(c, shorts[c["conversation_id"]]) for c in chunks}
+        shown = material(chunks, shorts, settings.chunk_prompt_chars, {c["id"]: _date(c["date"]) for c in chunks})
+        view, state = article_view(previous, shown, settings.section_edit_words)
+        lead_rule = ("- This is a new article: also write \"lead\", one or two paragraphs saying what the topic "
+                     "is, with citations." if previous is None else
+                     "- Leave \"lead\" empty: the article already has one.")
+        text = prompt.render(title=bucket, description=description, article_state=state, article=view,
+                             material=shown, ids=", ".join(sorted(definitions)), lead_rule=lead_rule)
+        reply = structured(ctx.engine, prompt.system, text, SynthesisReply, settings.max_output_tokens,
+                           cache_prefix=prompt.system)
+        ctx.charge("synthesize", reply.completions)
+        if reply.value is None:
+            reject(ctx, tally, bucket, batch, [reply.reason or "invalid reply"], prompt.hash, log)
+            continue
+        new, problems, conflicts = apply_reply(previous, bucket, reply.value, definitions, today)
+        reasons = problems + gate(new, previous, known)
+        if reasons:
+            reject(ctx, tally, bucket, batch, reasons, prompt.hash, log)
+            continue
+        if conflicts:
+            talk = vault.talk_path(stem)
+            vault.write(talk, talk_entry(vault.read(talk), bucket, ctx.run_id, today, "conflicts", conflicts))
+            ctx.talk_notes += 1
+        ledger.record_intent(bucket, batch, _sha(new), ctx.run_id)
+        vault.write(path, new)
+        ledger.complete_intent(bucket, True)
+        with ledger.transaction():
+            for c in batch:
+                ledger.record_unit_result("synthesize", f"{bucket}/{c}", prompt.hash, "model", None, ctx.run_id)
+        tally.chunks_done += len(batch)
+        if log:
+            log.info("%s %s from %d chunk(s)", "created" if previous is None else "updated", stem, len(batch))
+        _wrote(ctx, tally, stem, previous)
+
+
+def synthesize_extractive(ctx: Any, bucket: str, chunk_ids: list[str], shorts: dict[str, str],
+                          known: set[str], tally: _Tally, log: Any = None) -> None:
+    """The no-model path for one bucket: one article write with every new chunk."""
+    path_key, previous, new = synthesize_bucket(ctx, bucket, chunk_ids, shorts)
+    stem = ctx.ledger.bucket_stem(bucket)
+    if new == (previous or ""):
+        # Nothing extractable in these chunks: record them as done so they are not retried.
+        ctx.ledger.record_intent(bucket, chunk_ids, _sha(new), ctx.run_id)
+        ctx.ledger.complete_intent(bucket, True)
+        return
+    reasons = gate(new, previous, known)
+    if reasons:
+        reject(ctx, tally, bucket, chunk_ids, reasons, None, log)
+        return
+    ctx.ledger.record_intent(bucket, chunk_ids, _sha(new), ctx.run_id)
+    ctx.vault.write(Path(path_key), new)
+    ctx.ledger.complete_intent(bucket, True)
+    tally.chunks_done += len(chunk_ids)
+    if log:
+        log.info("%s %s from %d chunk(s)", "created" if previous is None else "updated", stem, len(chunk_ids))
+    _wrote(ctx, tally, stem, previous)
+
+
 def run_synthesize(ctx: Any, log: Any = None) -> dict[str, Any]:
     resumed = resolve_intents(ctx)
+    use_model = ctx.engine is not None and ctx.engine.name != "none"
+    prompt = load_prompt("synthesize", ctx.vault.meta_dir) if use_model else None
+    unparked = ctx.ledger.unpark_for_new_prompt("synthesize", prompt.hash) if prompt else 0
     pending = ctx.ledger.pending_by_bucket()
+    if ctx.since is not None:
+        recent = ctx.ledger.conversations_updated_since(ctx.since)
+        owners = ctx.ledger.chunk_conversation_ids([c for ids in pending.values() for c in ids])
+        pending = {b: kept for b, ids in pending.items() if (kept := [c for c in ids if owners.get(c) in recent])}
+    uncommitted, hand = article_states(ctx, [ctx.ledger.bucket_stem(b) for b in pending])
+    for stem, kind in uncommitted.items():
+        # An interrupted run wrote these and never committed them: wikify and commit them now.
+        ctx.touched_articles.setdefault(stem, kind)
     shorts = short_ids(ctx.ledger.conversation_ids())
     known = set(shorts)
-    created = updated = rejected = 0
-    for n, (bucket, chunk_ids) in enumerate(pending.items(), start=1):
-        path_key, previous, new = synthesize_bucket(ctx, bucket, chunk_ids, shorts)
-        stem = title_to_stem(bucket)
-        if new == (previous or ""):
-            # Nothing extractable in these chunks: record them as done so they are not retried.
-            ctx.ledger.record_intent(bucket, chunk_ids, hashlib.sha256(new.encode()).hexdigest(), ctx.run_id)
-            ctx.ledger.complete_intent(bucket, True)
-            continue
-        reasons = gate(new, previous, known)
-        if reasons:
-            rejected += 1
-            ctx.rejected[stem] = reasons
-            for c in chunk_ids:
-                ctx.ledger.note_attempt("synthesize", f"{bucket}/{c}", "; ".join(reasons),
-                                        ctx.settings.synthesize.max_attempts)
-            if log:
-                log.warning("rejected %s: %s", stem, "; ".join(reasons))
-            continue
-        ctx.ledger.record_intent(bucket, chunk_ids, hashlib.sha256(new.encode()).hexdigest(), ctx.run_id)
-        ctx.vault.write(Path(path_key), new)
-        ctx.ledger.complete_intent(bucket, True)
-        failpoint("synthesize", n)
-        if previous is None:
-            created += 1
-            ctx.touched_articles[stem] = "created"
+    tally = _Tally()
+    for bucket, chunk_ids in pending.items():
+        if prompt is not None:
+            synthesize_with_model(ctx, bucket, chunk_ids, shorts, known, prompt, tally, log)
         else:
-            updated += 1
-            ctx.touched_articles.setdefault(stem, "updated")
-        if log:
-            log.info("%s %s from %d chunk(s)", "created" if previous is None else "updated", stem, len(chunk_ids))
-    return {"buckets": len(pending), "created": created, "updated": updated, "rejected": rejected,
-            "resumed": resumed}
+            tally.stopped = ctx.out_of_budget()
+            if not tally.stopped:
+                synthesize_extractive(ctx, bucket, chunk_ids, shorts, known, tally, log)
+        if tally.stopped:
+            break
+    ctx.units_done["synthesize"] = tally.chunks_done
+    out: dict[str, Any] = {"buckets": len(pending), "created": tally.created, "updated": tally.updated,
+                           "rejected": tally.rejected, "parked": tally.parked, "resumed": resumed,
+                           "chunks_synthesized": tally.chunks_done,
+                           "hand_edited": [s for s in hand if s in {ctx.ledger.bucket_stem(b) for b in pending}],
+                           **ctx.stage_cost("synthesize")}
+    if prompt is not None:
+        out.update(prompt_hash=prompt.hash, unparked=unparked)
+    if tally.stopped:
+        out["stopped"] = tally.stopped
+    return out
 
 
 @task(name="synthesize", retries=1, retry_delay_seconds=2, cache_policy=NONE)

@@ -5,7 +5,7 @@ from typing import Any
 
 import typer
 
-from memvault.cli.output import JsonOpt, console, emit_json, render, reporting
+from memvault.cli.output import JsonOpt, console, render, reporting
 
 app = typer.Typer(
     name="memvault",
@@ -85,6 +85,18 @@ def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
                 console.print(f"{key}: {data[key]}")
             last = data["last_run"]
             console.print("last run: " + (f"{last['run_id']} {last['status']} at {last['finished_at']}" if last else "never"))
+            if data.get("engine_in_use"):
+                console.print(f"engine in use (last run): {data['engine_in_use']}")
+            size = data.get("index_bytes")
+            console.print(f"index: {data.get('index_uri')} ({'size not measured' if size is None else f'{size / 1e6:.1f} MB'}, "
+                          f"model {data.get('embedding_model') or 'none'})", highlight=False)
+            sched = data.get("schedule") or {}
+            console.print("schedule: " + (f"installed, nightly at {sched['at']} ({sched['timezone']}): {', '.join(sched['files'])}"
+                                          if sched.get("installed") else "not installed (`memvault schedule`)"), highlight=False)
+            nxt = data.get("next_run")
+            if nxt:
+                console.print(f"next run: {nxt.get('next_run') or 'none scheduled'}"
+                              + (f" — {nxt['note']}" if nxt.get("note") else ""), highlight=False)
             if data.get("note"):
                 console.print(data["note"])
 
@@ -101,9 +113,10 @@ def ingest(
 
     Example: memvault ingest ~/Downloads/chatgpt-export/conversations.json
     """
+    from memvault.cli.ingest_cmds import ingest_progress
     from memvault.cli.runner import run_pipeline
 
-    with reporting(as_json):
+    with reporting(as_json), ingest_progress(enabled=not as_json):
         report = run_pipeline(ctx.obj.get("home"), only=["ingest"], paths=[str(p) for p in paths or []],
                               quiet=as_json)
         result = report["stages"].get("ingest", {})
@@ -125,18 +138,21 @@ def run(
     until_stage: str = typer.Option(None, "--until", help="Last stage to run."),
     engine: str = typer.Option(None, "--engine", help="auto, mlx, openai or none for this run."),
     model: str = typer.Option(None, "--model", help="Override the configured model for this run."),
+    since: str = typer.Option(None, "--since", help="Only conversations updated since DATE (YYYY-MM-DD)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be processed and the model calls; change nothing."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Run the nightly pipeline now, as a Prefect flow run.
 
     Example: memvault run --from synthesize --until changelog
     """
-    from memvault.cli.runner import print_report, run_pipeline
+    from memvault.cli.runner import print_plan, print_report, run_pipeline
 
     with reporting(as_json):
         report = run_pipeline(ctx.obj.get("home"), only=only or None, from_stage=from_stage,
-                              until_stage=until_stage, engine=engine, model=model, quiet=as_json)
-        render(as_json, report, lambda: print_report(report))
+                              until_stage=until_stage, engine=engine, model=model, quiet=as_json,
+                              since=since, dry_run=dry_run)
+        render(as_json, report, lambda: print_plan(report) if dry_run else print_report(report))
 
 
 @app.command()
@@ -283,3 +299,7 @@ def links(ctx: typer.Context, title: str = typer.Argument(...), as_json: bool = 
 
 def main() -> None:
     app()
+
+
+# Commands of each area live in their own module and register themselves on `app`.
+from memvault.cli import editorial_cmds, ingest_cmds, model_cmds, ops_cmds, recall_cmds  # noqa: E402,F401

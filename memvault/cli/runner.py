@@ -8,8 +8,12 @@ from memvault.cli.output import console
 
 def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | None = None,
                  until_stage: str | None = None, paths: list[str] | None = None, engine: str | None = None,
-                 model: str | None = None, quiet: bool = False) -> dict[str, Any]:
-    """Run the nightly flow (or a slice); validation errors surface before Prefect starts."""
+                 model: str | None = None, quiet: bool = False, since: str | None = None,
+                 dry_run: bool = False) -> dict[str, Any]:
+    """Run the nightly flow (or a slice); validation errors surface before Prefect starts.
+
+    A dry run is no flow run: it reads the ledger (read-only) and returns the plan.
+    """
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     # A temporary Prefect server needs longer than the default 20 s on a busy 2-core machine.
@@ -21,13 +25,34 @@ def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | 
     settings = load_settings(home)
     require_home(settings.home)
     select_stages(only, from_stage, until_stage)  # misuse → UsageError before a server starts
+    from memvault.budget import parse_since
+
+    parse_since(since)
     if quiet:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from flows.nightly import RunOptions, nightly
+    from flows.nightly import RunOptions, execute, nightly
 
     options = RunOptions(home=str(settings.home), only=only, from_stage=from_stage, until_stage=until_stage,
-                         paths=paths or [], engine=engine, model=model)
+                         paths=paths or [], engine=engine, model=model, since=since, dry_run=dry_run)
+    if dry_run:
+        return execute(options, None)
     return nightly(options)
+
+
+def print_plan(plan: dict[str, Any]) -> None:
+    """The dry run's plan: what a run would process and the model calls it would make."""
+    console.print(f"dry run (nothing changed): stages {', '.join(plan['stages'])}; engine {plan['engine']}"
+                  + (f"; since {plan['since']}" if plan.get("since") else ""))
+    console.print(f"  transcript files changed: {plan.get('transcript_files_changed', 0)}")
+    console.print(f"  conversations to chunk: {plan['conversations_to_chunk']}")
+    console.print(f"  chunks to cluster: {plan['chunks_to_cluster']}")
+    buckets = plan["buckets_to_synthesize"]
+    console.print(f"  buckets to synthesize: {len(buckets)} ({sum(buckets.values())} chunks)")
+    calls = plan["estimated_model_calls"]
+    console.print(f"  estimated model calls: {calls['total']} (chunk {calls['chunk']}, cluster {calls['cluster']}, "
+                  f"synthesize {calls['synthesize']})")
+    if plan.get("note"):
+        console.print(f"  note: {plan['note']}", highlight=False)
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -41,5 +66,13 @@ def print_report(report: dict[str, Any]) -> None:
             console.print(f"  {key.replace('_', ' ')}: {', '.join(report[key])}")
     for r in report["articles_rejected"]:
         console.print(f"  rejected {r['article']}: {'; '.join(r['reasons'])}")
+    left = report.get("backlog")
+    if left and (left.get("conversations_left") or left.get("chunks_unassigned") or left.get("chunks_pending")):
+        runs = left.get("estimated_runs_to_finish")
+        console.print(f"  left: {left['conversations_left']} conversation(s) to chunk, {left['chunks_unassigned']} "
+                      f"chunk(s) to cluster, {left['chunks_pending']} chunk(s) in {left['buckets_pending']} bucket(s) "
+                      f"to synthesize; about {runs if runs is not None else '?'} more run(s) at this run's rate")
+    if (report.get("budget") or {}).get("stopped"):
+        console.print(f"  budget: {report['budget']['stopped']} — the rest waits for the next run")
     for e in report["stages"].get("ingest", {}).get("errors", [])[:20]:
         console.print(f"  [yellow]{e['file']}:{e.get('line') or '-'}[/yellow]: {e['error']}", highlight=False)

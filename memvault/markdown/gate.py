@@ -2,12 +2,14 @@
 
 A weak or malformed model output must be a no-op, never a corrupted article, so the gate
 lists every reason to reject (an empty list means pass): the text shrank below 70% of the
-previous version, a previous citation vanished, footnotes are not a bijection, model
-chatter is present, a cited conversation is unknown, or the structure is broken.
+previous version, a previous citation vanished (unless removed on purpose), footnotes are
+not a bijection, model chatter is present, a cited conversation is unknown, or the
+structure is broken.
 """
 
 import bisect
 import re
+from collections.abc import Iterable
 
 from memvault.markdown.artefacts import chatter
 from memvault.markdown.footnotes import check_bijection, citations, find_markers
@@ -54,8 +56,14 @@ def _structure(doc: Doc, has_footnotes: bool) -> list[str]:
     return reasons
 
 
-def gate(new: str, previous: str | None = None, known_conv_ids: set[str] | None = None) -> list[str]:
-    """Reasons to reject ``new`` as the successor of ``previous``; empty means it passes."""
+def gate(new: str, previous: str | None = None, known_conv_ids: set[str] | None = None,
+         allowed_removed: Iterable[str] = ()) -> list[str]:
+    """Reasons to reject ``new`` as the successor of ``previous``; empty means it passes.
+
+    ``allowed_removed`` names conversations whose citations are removed on purpose
+    (`memvault forget --conversation`): losing them is not a reason to reject.
+    """
+    allowed = list(allowed_removed)
     if not new.strip():
         return ["empty output"]
     reasons: list[str] = []
@@ -66,7 +74,7 @@ def gate(new: str, previous: str | None = None, known_conv_ids: set[str] | None 
         if after < MIN_WORD_RATIO * before:
             reasons.append(f"shrank: {after} words is below {MIN_WORD_RATIO:.0%} of the previous {before}")
         for old in citations(previous):
-            if not any(_same_citation(old, c) for c in cited):
+            if not any(_same_citation(old, c) for c in cited) and not any(_same_citation(old, a) for a in allowed):
                 reasons.append(f"lost citation conv:{old}")
     reasons.extend(f"footnotes: {p}" for p in check_bijection(new))
     reasons.extend(f"model chatter on line {line}: {excerpt!r}" for line, excerpt in chatter(new))

@@ -5,6 +5,7 @@ missing-references, unclosed-fence, bad-front-matter, oversize, bad-filename, an
 the vault) duplicate-title. Fixable findings are those `wikify` + `renumber` repair.
 """
 
+import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
@@ -15,7 +16,7 @@ from memvault.markdown.gate import word_count
 from memvault.markdown.names import stem_to_title, title_to_stem
 from memvault.markdown.scan import Doc
 from memvault.markdown.wikify import wikify
-from memvault.markdown.wikilinks import aliases_of, build_known, find_links, link_key
+from memvault.markdown.wikilinks import aliases_of, build_known, find_links, known_from_texts, link_key
 
 DEFAULT_MAX_WORDS = 3000
 
@@ -55,6 +56,13 @@ def _footnotes(path: str, text: str) -> list[Finding]:
     return out
 
 
+def names_file(title: str, stem: str) -> bool:
+    """Whether ``stem`` is the file name of ``title``: its sanitized form, or that form with the
+    `_2`, `_3`… suffix given to the second of two titles that sanitize alike."""
+    expected = title_to_stem(title)
+    return stem == expected or re.fullmatch(re.escape(expected) + r"_(?:[2-9]|[1-9]\d+)", stem) is not None
+
+
 def _structure(path: str, text: str, doc: Doc) -> list[Finding]:
     out = []
     h1s = [h for h in doc.headings() if h.level == 1]
@@ -64,7 +72,7 @@ def _structure(path: str, text: str, doc: Doc) -> list[Finding]:
     for h in h1s[1:]:
         out.append(Finding(file=path, line=doc.source_line(h.start), rule="multiple-h1",
                            message=f"extra H1 '{h.text}' (only the title is H1)", fixable=True))
-    if h1s and title_to_stem(h1s[0].text) != stem:
+    if h1s and not names_file(h1s[0].text, stem):
         out.append(Finding(file=path, line=doc.source_line(h1s[0].start), rule="bad-filename",
                            message=f"file name '{stem}' does not match the title '{h1s[0].text}' "
                                    f"(expected '{title_to_stem(h1s[0].text)}.md'); rename one of them",
@@ -121,13 +129,8 @@ def lint_article(
 def lint_vault(files: dict[str, str], max_words: int = DEFAULT_MAX_WORDS) -> list[Finding]:
     """Findings for a set of articles (path relative to the vault → text), plus duplicate titles."""
     stems = {PurePosixPath(p).stem for p in files}
-    aliases: dict[str, list[str]] = {}
-    for path, text in files.items():
-        try:
-            aliases[PurePosixPath(path).stem] = aliases_of(text)
-        except ValueError:
-            aliases[PurePosixPath(path).stem] = []  # reported per article as bad-front-matter
-    known = build_known(sorted(stems), aliases)
+    # Broken front matter is reported per article as bad-front-matter.
+    known, _ = known_from_texts({PurePosixPath(p).stem: t for p, t in files.items()})
     out: list[Finding] = []
     titles: dict[str, list[tuple[str, int, str]]] = {}
     for path in sorted(files):

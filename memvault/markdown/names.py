@@ -52,8 +52,10 @@ def title_to_stem(title: str) -> str:
     text = text.strip("._ ")
     if not text:
         return FALLBACK_STEM
-    if text.split(".")[0].upper() in _RESERVED:
-        text = text + "_"
+    head, dot, rest = text.partition(".")
+    if head.upper() in _RESERVED:
+        # Windows reserves the device name before any extension too ("con.txt"): break the name itself.
+        text = f"{head}_{dot}{rest}"
     return text
 
 

@@ -205,7 +205,3 @@ def outside_code(line: str, start: int, spans: list[tuple[int, int]]) -> bool:
         k -= 1
     return slashes % 2 == 0
 
-
-def is_fence_line(line: str) -> bool:
-    """Whether a line opens or closes a code fence."""
-    return bool(FENCE_OPEN_RE.match(line))

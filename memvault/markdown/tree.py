@@ -368,10 +368,15 @@ def conversation_nodes(
     nodes = [TreeNode(root_path, None, "conversation", title or f"conv:{short_id}", header, 0, None, conv_key, date)]
 
     exchanges: list[list[MessageTuple]] = []
+    spoken_roles = [m[1] for m in messages if m[2].strip()]
+    # An exchange opens at a user turn; a conversation between named speakers (no `user`
+    # role, e.g. an imported chat between two people) opens one where its first speaker
+    # speaks again, instead of collapsing into a single exchange.
+    opener = "user" if "user" in spoken_roles or not spoken_roles else spoken_roles[0]
     for message in messages:
         if not message[2].strip():
             continue
-        if message[1] == "user" or not exchanges:
+        if message[1] == opener or not exchanges:
             exchanges.append([])
         exchanges[-1].append(message)
 

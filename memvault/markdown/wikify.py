@@ -258,8 +258,11 @@ def _build_see_also(
     """Existing See also lines (minus self links and repeats), then one bullet per new body link."""
     out: list[str] = []
     seen: set[str] = set()
-    for line in existing:
-        match = LINK_RE.search(line) if re.match(r"[-*+] ", line) else None
+    bullet = re.compile(r"[-*+] ")
+    for k, line in enumerate(existing):
+        # Only a bullet that stands alone (no lazy continuation line after it) may be dropped.
+        alone = k + 1 == len(existing) or bool(bullet.match(existing[k + 1]))
+        match = LINK_RE.search(line) if bullet.match(line) and alone else None
         if not match:  # not a link bullet: kept as written
             out.append(line)
             continue

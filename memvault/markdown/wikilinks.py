@@ -137,3 +137,31 @@ def canonicalize(text: str, known: Mapping[str, str]) -> tuple[str, list[str]]:
         if link.page not in canonical_names and link_key(link.page) not in known and link.page not in dangling:
             dangling.append(link.page)
     return doc.front + "\n".join(lines), dangling
+
+
+def title_of(text: str) -> str | None:
+    """The text of an article's first H1, or None."""
+    return next((h.text for h in Doc(text).headings() if h.level == 1), None)
+
+
+def known_from_texts(texts: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Spelling key → stem for a vault (stem → text): stems first, then H1 titles, then aliases.
+
+    Returns the map and, per stem, why its front matter could not be read (its aliases are
+    then ignored; lint reports it as bad-front-matter).
+    """
+    known = build_known(sorted(texts))
+    broken: dict[str, str] = {}
+    for stem in sorted(texts):
+        title = title_of(texts[stem])
+        if title:
+            known.setdefault(link_key(title), stem)
+    for stem in sorted(texts):
+        try:
+            names = aliases_of(texts[stem])
+        except ValueError as exc:
+            broken[stem] = str(exc)
+            continue
+        for name in names:
+            known.setdefault(link_key(name), stem)
+    return known, broken

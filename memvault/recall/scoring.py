@@ -3,7 +3,9 @@
 The formula is seed 000 §4:
 
     base       = (w_cos·cos + w_lex·lexical + w_rrf·RRF) × tier
-    propagated = base × 0.55 to the hit's parent, base × 0.55·sim to each similar neighbour
+    propagated = base × 0.55 to the hit's parent, base × 0.55·sim to each similar neighbour,
+                 base × 0.55 from an exchange to each of its messages,
+                 base × 0.5 from a message to the other messages of its exchange
     prior      = 0.06·importance + 0.05·exp(-age/45d) + 0.03·log1p(access)/log 8
     score      = max(base, propagated) + prior
 
@@ -39,6 +41,8 @@ class ScoringWeights(BaseModel):
     tier_unknown: float = Field(default=1.00, description="Tier multiplier of nodes without a date")
     parent_damping: float = Field(default=0.55, description="Share of a hit's base passed to its parent")
     neighbour_damping: float = Field(default=0.55, description="Share of a hit's base × similarity passed to a similar node")
+    child_damping: float = Field(default=0.55, description="Share of an exchange hit's base passed to each of its messages")
+    sibling_damping: float = Field(default=0.5, description="Share of a message hit's base passed to the other messages of its exchange")
     w_importance: float = Field(default=0.06, description="Weight of the importance prior (importance in [0, 1])")
     w_recency: float = Field(default=0.05, description="Weight of the recency prior exp(-age / recency_days)")
     recency_days: float = Field(default=45, description="Scale in days of the recency prior")
@@ -62,6 +66,8 @@ class Candidate:
     importance: float = 0.0
     access: int = 0
     similar: list[tuple[str, float]] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)  # filled for exchange hits only
+    siblings: list[str] = field(default_factory=list)  # filled for message hits only: same exchange
     vector: np.ndarray | None = None
     chars: int = 0
     text: str = ""
@@ -164,6 +170,10 @@ def score_candidates(
         offer(c.parent, base * w.parent_damping, cid)
         for neighbour, sim in c.similar:
             offer(neighbour, base * w.neighbour_damping * max(sim, 0.0), cid)
+        for child in c.children:
+            offer(child, base * w.child_damping, cid)
+        for sibling in c.siblings:
+            offer(sibling, base * w.sibling_damping, cid)
 
     missing = [nid for nid in lifted if nid not in hits]
     found = by_id_lookup(missing) if missing else {}

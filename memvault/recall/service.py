@@ -2,8 +2,8 @@
 and the article tools. Reads only the node index and the vault; never opens the ledger.
 """
 
-import json
-import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -14,13 +14,13 @@ from memvault.embeddings import Embedder
 from memvault.errors import NotFoundError
 from memvault.markdown.tree import article_nodes
 from memvault.markdown.wikilinks import find_links, link_key
+from memvault.recall.access import ACCESS_LOG, append_access
 from memvault.recall.block import render_block
 from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates, select
 from memvault.settings import Settings
 from stores.nodes import NodeIndex
 from stores.vault import Vault
 
-ACCESS_LOG = "access.log"
 
 
 def _candidate(row: dict[str, Any], similar: list[tuple[str, float]]) -> Candidate:
@@ -33,6 +33,10 @@ def _candidate(row: dict[str, Any], similar: list[tuple[str, float]]) -> Candida
         chars=len(row.get("text") or ""), text=row.get("text") or "",
         timestamp=ts if isinstance(ts, datetime) else None,
     )
+
+
+# Independent index reads of one query run side by side; threads start on first use.
+_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memvault-recall")
 
 
 class MemoryService:
@@ -54,25 +58,50 @@ class MemoryService:
         r = self.settings.recall
         return ScoringWeights(w_cos=r.w_cos, w_lex=r.w_lex, w_rrf=r.w_rrf, rrf_k=r.rrf_k,
                               parent_damping=r.parent_damping, neighbour_damping=r.neighbour_damping,
+                              child_damping=r.child_damping, sibling_damping=r.sibling_damping,
                               diversity=r.diversity)
 
     # -- search ---------------------------------------------------------------------------
     def _scored(self, query: str, k: int) -> tuple[list[Any], dict[str, dict[str, Any]]]:
+        cands, rows, lookup = self._candidates(query, k)
+        return score_candidates(cands, lookup, self.weights(), datetime.now(timezone.utc)), rows
+
+    def _candidates(self, query: str, k: int) -> tuple[list[Candidate], dict[str, dict[str, Any]],
+                                                       Callable[[list[str]], dict[str, Candidate]]]:
+        """Vector top-k ∪ full-text top-k with their edges and tree relatives, the rows read
+        (grown by ``lookup``), and the lookup for nodes that scoring lifts."""
         qv = self.embedder.embed_one(query)
         rows: dict[str, dict[str, Any]] = {}
         cands: dict[str, Candidate] = {}
-        for rank, row in enumerate(self.nodes.vector_search(qv, k), start=1):
+        ix = self.settings.index
+        # The two searches are independent: run them side by side (LanceDB releases the GIL).
+        vector_hits = _POOL.submit(self.nodes.vector_search, qv, k, nprobes=ix.ann_nprobes,
+                                   refine_factor=ix.ann_refine_factor)
+        fts_hits = self.nodes.fts_search(query, k)
+        for rank, row in enumerate(vector_hits.result(), start=1):
             rows[row["id"]] = row
             c = cands.setdefault(row["id"], _candidate(row, []))
             c.cos, c.vector_rank = 1.0 - float(row["_distance"]), rank
-        for rank, row in enumerate(self.nodes.fts_search(query, k), start=1):
+        for rank, row in enumerate(fts_hits, start=1):
             rows.setdefault(row["id"], row)
             c = cands.setdefault(row["id"], _candidate(row, []))
             c.lexical, c.fts_rank = float(row["_score"]), rank
             if c.cos is None and c.vector is not None:
                 c.cos = float(c.vector @ qv)
-        for edge in self.nodes.neighbours(list(cands)):
+        edges = _POOL.submit(self.nodes.neighbours, list(cands))
+        # An exchange hit lifts its messages and a message hit the other messages of its
+        # exchange, so the answer is found through the turn that holds the question's other
+        # half (each turn still ranks on its own; nothing stands for the turns inside it).
+        exchanges = [i for i, r in rows.items() if r["kind"] == "exchange"]
+        parents = {r["parent"] for r in rows.values() if r["kind"] == "message" and r["parent"]}
+        kids = self.nodes.children(sorted(set(exchanges) | parents))
+        for edge in edges.result():
             cands[edge["src"]].similar.append((edge["dst"], float(edge["sim"])))
+        for cid, c in cands.items():
+            if rows[cid]["kind"] == "exchange":
+                c.children = kids.get(cid, [])
+            elif rows[cid]["kind"] == "message":
+                c.siblings = [k for k in kids.get(rows[cid]["parent"], []) if k != cid]
 
         def lookup(ids: list[str]) -> dict[str, Candidate]:
             found = self.nodes.get(ids, with_vectors=True)
@@ -80,7 +109,7 @@ class MemoryService:
                 rows[r["id"]] = r
             return {r["id"]: _candidate(r, []) for r in found}
 
-        return score_candidates(cands.values(), lookup, self.weights(), datetime.now(timezone.utc)), rows
+        return list(cands.values()), rows, lookup
 
     def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Ids, titles, paths and scores of the best nodes — no bodies."""
@@ -115,13 +144,7 @@ class MemoryService:
         """Append-only side log, folded into the index by the next run (never a write per query)."""
         if not ids:
             return
-        path = self.settings.state_dir / ACCESS_LOG
-        line = json.dumps({"ids": ids}) + "\n"
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line.encode())
-        finally:
-            os.close(fd)
+        append_access(self.settings.state_dir / ACCESS_LOG, ids)
 
     # -- layers 2 and 3 ---------------------------------------------------------------------
     def get(self, ids: list[str]) -> list[dict[str, Any]]:

@@ -8,7 +8,8 @@ Rules worth knowing:
   ledger upserts by native id), even across incremental parses.
 * The thread follows ``parentUuid``; edits and rewinds branch it. Lines that yield no message
   (thinking only, system lines, snapshots) are remembered as aliases of their parent, so a
-  child pointing at them still lands on a real message. Old files with ``parentUuid`` all null
+  child pointing at them still lands on a real message (the latest ``ALIAS_LIMIT`` of them:
+  state stays bounded on huge sessions). Old files with ``parentUuid`` all null
   fall back to the previous message. The leaf is the last user/assistant line's message.
 * ``isSidechain`` lines (subagents) form their own conversation per ``agentId``, sharing the
   parent's ``sessionId``; ``parent_conversation`` is the parent session's key.
@@ -18,6 +19,7 @@ Rules worth knowing:
 
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,10 @@ from memvault.sources.jsonl import LineProblem, parse_jsonl
 MAIN = ""  # conversation key of the main session; subagents use their agentId
 MERGE_LIMIT = 16  # split API messages are contiguous, so a few recent ids suffice
 TOOL_NAME_LIMIT = 256
+# Aliases are kept for the most recent lines only, so the state of a huge session stays small
+# (it is stored with the watermark after every slice). A line whose parent is older than
+# that (a rewind tens of thousands of lines back) links to the parent's uuid as written.
+ALIAS_LIMIT = 10_000
 # Injected by Claude Code around local commands; not something the user said to the model.
 _META_PREFIXES = ("<local-command-stdout>", "<command-name>", "<local-command-stderr>", "Caveat: The messages below")
 
@@ -67,10 +73,11 @@ class ClaudeCodeHandler:
             raise LineProblem("'message' is not an object")
         if "content" not in message:
             raise LineProblem("'message' has no 'content'")
-        self._note_meta(obj, key)
+        stamp = obj.get("timestamp")
+        when = parse_time(stamp)
+        self._note_meta(obj, key, stamp if when else None)
         cursor = self._parent(obj, key)
         native = uuid or f"L{line_no}"
-        when = parse_time(obj.get("timestamp"))
         segs = segments(message["content"], "assistant" if kind == "assistant" else "user", self.s["tools"])
         while len(self.s["tools"]) > TOOL_NAME_LIMIT:
             self.s["tools"].pop(next(iter(self.s["tools"])))
@@ -86,8 +93,8 @@ class ClaudeCodeHandler:
                           text=seg.text, timestamp=when)
             self._emit(key, msg)
             if kind == "assistant" and seg.kind == "text" and isinstance(message.get("id"), str):
-                remember(self.s["merge"], message["id"], {"key": key, "msg": msg.model_dump(mode="json")},
-                         MERGE_LIMIT)
+                # The Message itself until finish() turns it into JSON: most are never merged.
+                remember(self.s["merge"], message["id"], {"key": key, "msg": msg}, MERGE_LIMIT)
             if seg.role == "user" and seg.kind == "text" and not self.s["titles"].get(key):
                 self.s["titles"][key] = title_from(seg.text)  # until a summary line names it
             cursor = msg_id
@@ -113,7 +120,12 @@ class ClaudeCodeHandler:
         return self.s["tails"].get(key)
 
     def _alias(self, uuid: str, target: str | None) -> None:
-        self.s["aliases"][uuid] = target or ""
+        aliases = self.s["aliases"]
+        aliases[uuid] = target or ""
+        if len(aliases) > ALIAS_LIMIT * 5 // 4:
+            # Drop the oldest in one go: popping one at a time from the front of a dict
+            # costs a scan over the holes left by earlier pops.
+            self.s["aliases"] = dict(islice(aliases.items(), len(aliases) - ALIAS_LIMIT, None))
 
     def _retag_user(self, obj: dict[str, Any], seg: Segment) -> Segment:
         """Person-typed text stays "user"; injected lines get a role/kind that says so."""
@@ -130,9 +142,10 @@ class ClaudeCodeHandler:
         if not isinstance(api_id, str) or api_id not in self.s["merge"]:
             return False
         entry = self.s["merge"][api_id]
-        merged = Message.model_validate(entry["msg"])
+        held = entry["msg"]
+        merged = held.model_copy() if isinstance(held, Message) else Message.model_validate(held)
         merged.text = f"{merged.text}\n\n{text}"
-        entry["msg"] = merged.model_dump(mode="json")
+        entry["msg"] = merged
         self._emit(entry["key"], merged)
         return True
 
@@ -140,17 +153,18 @@ class ClaudeCodeHandler:
         self.emitted.setdefault(key, {})[msg.native_id] = msg  # later line wins (upsert)
         self.touched.add(key)
 
-    def _note_meta(self, obj: dict[str, Any], key: str) -> None:
+    def _note_meta(self, obj: dict[str, Any], key: str, stamp: Any) -> None:
+        """Session id, project and the first/last ``stamp`` (a usable timestamp as written:
+        finish() parses it, so no line pays for formatting one)."""
         session = obj.get("sessionId")
         if isinstance(session, str) and session and not self.s["session"]:
             self.s["session"] = session
         cwd = obj.get("cwd")
         if key == MAIN and isinstance(cwd, str) and cwd and not self.s["project"]:
             self.s["project"] = cwd
-        when = parse_time(obj.get("timestamp"))
-        if when:
+        if stamp is not None:
             first, _ = self.s["times"].get(key, (None, None))
-            self.s["times"][key] = (first or iso(when), iso(when))
+            self.s["times"][key] = (stamp if first is None else first, stamp)
 
     # -- collecting ----------------------------------------------------------------------
     def finish(self) -> tuple[list[Conversation], dict[str, Any]]:
@@ -168,7 +182,16 @@ class ClaudeCodeHandler:
                 started_at=parse_time(first), updated_at=parse_time(last),
                 project=self.s["project"], leaf_native_id=self.s["leaf"].get(key), messages=messages,
             ))
+        for entry in self.s["merge"].values():
+            if isinstance(entry["msg"], Message):
+                entry["msg"] = _as_json(entry["msg"])
         return out, self.s
+
+
+def _as_json(msg: Message) -> dict[str, Any]:
+    """``msg.model_dump(mode="json")`` for the state, without pydantic's serializer per message."""
+    return {"native_id": msg.native_id, "parent_native_id": msg.parent_native_id, "role": msg.role,
+            "kind": msg.kind, "text": msg.text, "timestamp": iso(msg.timestamp), "low_value": msg.low_value}
 
 
 def parse(

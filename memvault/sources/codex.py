@@ -11,6 +11,7 @@ native ids are line numbers (``L12``), stable for an append-only file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -122,12 +123,15 @@ class CodexHandler:
     def _emit(self, line_no: int, role: Role, kind: MessageKind, text: str, when: Any) -> None:
         if not text.strip():
             return
-        if self.s["last"] == [role, text]:
+        # A digest, not the text: state is stored in the ledger, where raw text (maybe holding
+        # a secret the redactor removes from messages) must never land.
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        if self.s["last"] in ([role, digest], [role, text]):
             return  # the event_msg/response_item twin of the message just emitted
         native = f"L{line_no}"
         self.messages.append(Message(native_id=native, parent_native_id=self.s["tail"], role=role, kind=kind,
                                      text=text, timestamp=when))
-        self.s["tail"], self.s["last"] = native, [role, text]
+        self.s["tail"], self.s["last"] = native, [role, digest]
         if role == "user" and not self.s["title"]:
             self.s["title"] = title_from(text)
         if when:

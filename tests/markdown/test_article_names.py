@@ -29,7 +29,7 @@ from memvault.markdown.names import (
         ("\x00\x01", "Untitled"),
         ("CON", "CON_"),
         ("nul", "nul_"),
-        ("com1.txt", "com1.txt_"),
+        ("com1.txt", "com1_.txt"),  # Windows reserves a device name before any extension
         ("LPT9", "LPT9_"),
         ("Console", "Console"),
         ("evil\u202eexe.md", "evilexe.md"),

@@ -199,7 +199,7 @@ LINES = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(LINES, st.text(max_size=30)), max_size=40))
 def test_any_markdown_gives_a_well_formed_tree(lines: list[str]) -> None:
     nodes = article_nodes("Doc", "\n".join(lines))

@@ -69,7 +69,7 @@ parts = st.sampled_from([
 ])
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(parts, max_size=14).map("\n".join))
 def test_wikify_is_idempotent(text):
     once = wikify(text, "Title")

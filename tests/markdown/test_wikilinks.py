@@ -63,14 +63,14 @@ chunk = st.one_of(link, st.sampled_from(["text", "`[[agent platforms]]`", "\n", 
 docs = st.lists(chunk, max_size=12).map(" ".join)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(docs)
 def test_canonicalize_is_idempotent(text):
     once, dangling = canonicalize(text, KNOWN)
     assert canonicalize(once, KNOWN) == (once, dangling)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(docs)
 def test_canonicalize_keeps_link_count_and_resolves_all_known(text):
     out, dangling = canonicalize(text, KNOWN)

@@ -1,0 +1,320 @@
+"""Recall quality on LoCoMo-style data: turn R@5/10/25 and session R@2/5.
+
+Each session of a conversation is ingested as a dated conversation and indexed through the
+real index code (``conversation_nodes`` → ``rows_for`` → ``write_index`` into a LanceDB
+``NodeIndex`` in a temporary directory, one index per conversation since every question is
+asked against its own conversation). Questions go through the real recall path
+(``MemoryService._scored``: vector top-K ∪ full-text top-K, scoring, propagation, priors).
+The scored list is reduced to message nodes (one per turn, ``ref`` = dia_id): a parent or
+neighbour can lift a turn through propagation, but a large node never stands for the turns
+inside it.
+
+In the same run, for comparison: ``vector`` (the index's cosine ranking of message nodes),
+``fulltext`` (the index's BM25 ranking of message nodes) and ``baseline_rrf`` (plain BM25 —
+k1 1.2, b 0.75, lowercase alphanumeric tokens — and MiniLM cosine over the raw turns
+``"<speaker>: <text>"``, fused by RRF with k = 60), as defined in ../shared/eval/README.md.
+
+    .venv/bin/python bench/recall_quality.py --data ../shared/eval/locomo/locomo_dev.json --json
+
+The data is read at run time and never copied (its licence forbids shipping it).
+"""
+
+import argparse
+import hashlib
+import json
+import math
+import pickle
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from memvault.embeddings import Embedder  # noqa: E402
+from memvault.markdown.tree import conversation_nodes  # noqa: E402
+from memvault.recall.scoring import score_candidates  # noqa: E402
+from memvault.recall.service import MemoryService  # noqa: E402
+from memvault.settings import Settings, load_settings  # noqa: E402
+from stores.nodes import NodeIndex  # noqa: E402
+from tasks.index import rows_for, write_index  # noqa: E402
+
+MODES = ("full", "vector", "fulltext", "baseline_rrf")
+# --ablate: the full path again with scoring weights changed (same candidates, same index) …
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "full-no_sibling_lift": {"sibling_damping": 0.0},
+    "full-no_child_lift": {"child_damping": 0.0},
+    "full-no_structural_lift": {"sibling_damping": 0.0, "child_damping": 0.0, "parent_damping": 0.0},
+    "full-no_similar_lift": {"neighbour_damping": 0.0},
+    "full-cos_only": {"w_cos": 1.0, "w_lex": 0.0, "w_rrf": 0.0},
+    "full-rrf_heavy": {"w_cos": 0.35, "w_lex": 0.20, "w_rrf": 0.45},
+}
+# … or with a different number of candidates from each retriever.
+TOP_K_ABLATIONS = (20, 80)
+TURN_KS, SESSION_KS = (5, 10, 25), (2, 5)
+RAW_K = 60  # list length asked of the single retrievers (covers R@25 after dropping non-turns)
+_TOKEN = re.compile(r"[a-z0-9]+")
+_DIA = re.compile(r"^D(\d+):(\d+)$")
+
+
+class CachedEmbedder(Embedder):
+    """The real MiniLM embedder; a text is embedded once per run (or once per cache file)."""
+
+    def __init__(self, cache_file: Path | None = None) -> None:
+        super().__init__()
+        self.cache_file = cache_file
+        self.cache: dict[str, np.ndarray] = {}
+        if cache_file and cache_file.is_file():
+            self.cache = pickle.loads(cache_file.read_bytes())
+        self.computed = 0
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        todo = sorted({k: t for k, t in zip(keys, texts) if k not in self.cache}.items())
+        if todo:
+            vecs = super().embed([t for _, t in todo])
+            self.computed += len(todo)
+            for (k, _), v in zip(todo, vecs):
+                self.cache[k] = v
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self.cache[k] for k in keys]).astype(np.float32)
+
+    def save(self) -> None:
+        if self.cache_file:
+            self.cache_file.write_bytes(pickle.dumps(self.cache))
+
+
+# --- data ---------------------------------------------------------------------------------
+
+
+def parse_date(text: str | None) -> datetime | None:
+    """``"1:56 pm on 8 May, 2023"`` → datetime; None when the text has another shape."""
+    if not text:
+        return None
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%d %B, %Y", "%d %B %Y"):
+        try:
+            return datetime.strptime(" ".join(text.split()), fmt)
+        except ValueError:
+            continue
+    return None
+
+
+def sessions(conv: dict[str, Any]) -> list[tuple[int, datetime | None, str | None, list[dict[str, Any]]]]:
+    """(number, date, date text, turns) of every session that has turns, in order."""
+    out = []
+    for key, turns in conv.items():
+        m = re.fullmatch(r"session_(\d+)", key)
+        if m and isinstance(turns, list) and turns:
+            n = int(m.group(1))
+            raw = conv.get(f"session_{n}_date_time")
+            out.append((n, parse_date(raw), raw, turns))
+    return sorted(out, key=lambda s: s[0])
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    text = str(turn.get("text") or "")
+    if turn.get("blip_caption"):
+        text += f" [shared an image: {turn['blip_caption']}]"
+    return text
+
+
+def evidence(qa: dict[str, Any], turn_ids: set[str]) -> list[str]:
+    """Valid evidence ids: split on ``[;\\s]+``, drop malformed ids and ids not in the conversation."""
+    out: list[str] = []
+    for item in qa.get("evidence") or []:
+        for part in re.split(r"[;\s]+", str(item)):
+            if _DIA.match(part) and part in turn_ids and part not in out:
+                out.append(part)
+    return out
+
+
+def session_of(dia_id: str) -> str:
+    return dia_id.split(":")[0]
+
+
+# --- baseline: plain BM25 + MiniLM, RRF -----------------------------------------------------
+
+
+class BM25:
+    """Okapi BM25 (k1 1.2, b 0.75) over lowercase alphanumeric tokens."""
+
+    def __init__(self, docs: list[str], k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.tfs = [Counter(_TOKEN.findall(d.lower())) for d in docs]
+        self.lens = np.array([sum(tf.values()) for tf in self.tfs], dtype=float)
+        self.avg = float(self.lens.mean()) if len(docs) else 0.0
+        df: Counter[str] = Counter()
+        for tf in self.tfs:
+            df.update(tf.keys())
+        n = len(docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def scores(self, query: str) -> np.ndarray:
+        out = np.zeros(len(self.tfs))
+        for term in set(_TOKEN.findall(query.lower())):
+            idf = self.idf.get(term)
+            if idf is None:
+                continue
+            for i, tf in enumerate(self.tfs):
+                f = tf.get(term)
+                if f:
+                    out[i] += idf * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * self.lens[i] / self.avg))
+        return out
+
+
+def rrf(rankings: list[list[int]], k: int = 60) -> list[int]:
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            fused[item] = fused.get(item, 0.0) + 1 / (k + rank)
+    return sorted(fused, key=lambda i: -fused[i])
+
+
+# --- metric -------------------------------------------------------------------------------
+
+
+def recall_at(ranked: list[str], gold: list[str], k: int) -> float:
+    return len(set(ranked[:k]) & set(gold)) / len(gold)
+
+
+def session_ranking(turns: list[str]) -> list[str]:
+    seen: list[str] = []
+    for t in turns:
+        s = session_of(t)
+        if s not in seen:
+            seen.append(s)
+    return seen
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.sums: Counter[str] = Counter()
+        self.n = 0
+
+    def add(self, ranked: list[str], gold: list[str]) -> None:
+        self.n += 1
+        for k in TURN_KS:
+            self.sums[f"turn_R@{k}"] += recall_at(ranked, gold, k)
+        gold_sessions = sorted({session_of(g) for g in gold})
+        ranked_sessions = session_ranking(ranked)
+        for k in SESSION_KS:
+            self.sums[f"session_R@{k}"] += recall_at(ranked_sessions, gold_sessions, k)
+
+    def result(self) -> dict[str, float]:
+        keys = [f"turn_R@{k}" for k in TURN_KS] + [f"session_R@{k}" for k in SESSION_KS]
+        return {k: round(self.sums[k] / self.n, 4) if self.n else 0.0 for k in keys}
+
+
+# --- one conversation ---------------------------------------------------------------------
+
+
+def index_conversation(sample: dict[str, Any], embedder: CachedEmbedder, settings: Settings) -> NodeIndex:
+    """Each session is one dated conversation, indexed by the real index stage code, in order
+    (one write per session, as successive nightly runs would)."""
+    nodes = NodeIndex(settings.index_uri, embedder.name, embedder.dim)
+    name = str(sample.get("sample_id", "conv"))
+    for n, date, raw, turns in sessions(sample["conversation"]):
+        msgs = [(str(t["dia_id"]), str(t.get("speaker") or "?"), turn_text(t), date) for t in turns]
+        doc = f"conv:{name}-s{n}"
+        title = f"{name} session {n}"
+        tree = conversation_nodes(doc[5:], f"s{n}", title, date.strftime("%Y-%m-%d %H:%M") if date else raw,
+                                  "locomo", msgs)
+        write_index(nodes, embedder, rows_for(doc, "conversation", tree, settings.index.context_turns), [], settings.index)
+    return nodes
+
+
+def turn_ranking(rows: list[dict[str, Any]]) -> list[str]:
+    """dia_ids of message nodes in ``rows`` order, each once."""
+    out: list[str] = []
+    for r in rows:
+        if r.get("kind") == "message" and r.get("ref") and r["ref"] not in out:
+            out.append(r["ref"])
+    return out
+
+
+def run_conversation(sample: dict[str, Any], embedder: CachedEmbedder, tallies: dict[str, Tally],
+                     overrides: dict[str, Any], ablate: bool = False) -> int:
+    conv = sample["conversation"]
+    all_turns = [t for _, _, _, turns in sessions(conv) for t in turns]
+    turn_ids = {str(t["dia_id"]) for t in all_turns}
+    questions = [(str(qa["question"]), ev) for qa in sample.get("qa", []) if (ev := evidence(qa, turn_ids))]
+    with tempfile.TemporaryDirectory(prefix="mv-rq-") as tmp:
+        index = {**overrides.get("index", {}), "uri": str(Path(tmp) / "nodes.lance")}
+        settings = load_settings(Path(tmp), **{**overrides, "index": index})
+        index_conversation(sample, embedder, settings)
+        service = MemoryService(settings, embedder)
+        base_weights = service.weights()
+        variants = {name: base_weights.model_copy(update=change) for name, change in ABLATIONS.items()} if ablate else {}
+        raw_ids = [str(t["dia_id"]) for t in all_turns]
+        raw_text = [f"{t.get('speaker')}: {t.get('text')}" for t in all_turns]
+        bm25 = BM25(raw_text)
+        raw_vecs = embedder.embed(raw_text)
+        for question, gold in questions:
+            scored, rows = service._scored(question, settings.recall.top_k)
+            tallies["full"].add(turn_ranking([rows[s.id] for s in scored]), gold)
+            if ablate:
+                cands, v_rows, lookup = service._candidates(question, settings.recall.top_k)
+                for name, weights in variants.items():
+                    v_scored = score_candidates(cands, lookup, weights, datetime.now(timezone.utc))
+                    tallies.setdefault(name, Tally()).add(turn_ranking([v_rows[s.id] for s in v_scored]), gold)
+                for k in TOP_K_ABLATIONS:
+                    k_scored, k_rows = service._scored(question, k)
+                    tallies.setdefault(f"full-top_k_{k}", Tally()).add(turn_ranking([k_rows[s.id] for s in k_scored]), gold)
+            qv = embedder.embed_one(question)
+            tallies["vector"].add(turn_ranking(service.nodes.vector_search(qv, RAW_K, where="kind = 'message'")), gold)
+            tallies["fulltext"].add(turn_ranking(service.nodes.fts_search(question, RAW_K * 3)), gold)
+            lex = bm25.scores(question)
+            lex_rank = [int(i) for i in np.argsort(-lex, kind="stable") if lex[i] > 0]
+            vec_rank = [int(i) for i in np.argsort(-(raw_vecs @ qv), kind="stable")]
+            tallies["baseline_rrf"].add([raw_ids[i] for i in rrf([lex_rank, vec_rank])], gold)
+    return len(questions)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", required=True, type=Path, help="LoCoMo-schema JSON file (a list of conversations)")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
+    ap.add_argument("--ablate", action="store_true", help="also score the full path with single recall settings changed")
+    ap.add_argument("--cache", type=Path, default=None, help="pickle file keeping embeddings between runs")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                    help="override a setting for an ablation, e.g. --set recall.top_k=80")
+    args = ap.parse_args(argv)
+
+    overrides: dict[str, dict[str, Any]] = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        section, _, field = key.partition(".")
+        overrides.setdefault(section, {})[field] = json.loads(value) if value[:1] in "-0123456789[{tf" else value
+    data = json.loads(args.data.read_text(encoding="utf-8"))
+    data = data[: args.limit_conversations] if args.limit_conversations else data
+    embedder = CachedEmbedder(args.cache)
+    tallies = {m: Tally() for m in MODES}
+    started = time.perf_counter()
+    questions = 0
+    for sample in data:
+        questions += run_conversation(sample, embedder, tallies, overrides, args.ablate)
+        print(f"[{time.perf_counter() - started:6.1f}s] {sample.get('sample_id')}: {questions} questions so far",
+              file=sys.stderr)
+    embedder.save()
+    result = {m: t.result() for m, t in tallies.items()}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{questions} questions, {len(data)} conversations, {time.perf_counter() - started:.0f} s")
+        print(f"{'mode':<26}" + "".join(f"{k:>13}" for k in result["full"]))
+        for mode, figures in result.items():
+            print(f"{mode:<26}" + "".join(f"{v:>13.3f}" for v in figures.values()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

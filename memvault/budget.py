@@ -1,0 +1,184 @@
+"""Per-run budgets of model tokens and wall time, per-stage accounting, and backlog estimates.
+
+A stage asks `budget.exhausted()` before it takes each new unit (a conversation, a batch of
+chunks, an article); once the budget is spent, model-backed stages take no new units and the
+run finishes cleanly — the rest waits for the next run. The clock starts when the first
+model-backed stage first asks, so ingest time does not count against it.
+"""
+
+import math
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from memvault.engines.base import Completion
+from memvault.errors import LockedError, UsageError
+
+
+class Budget:
+    """Tokens and seconds spent this run, against the configured limits."""
+
+    def __init__(self, max_tokens: int, max_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_tokens = max_tokens
+        self.max_seconds = max_seconds
+        self._clock = clock
+        self._start: float | None = None
+        self.tokens = 0
+        self.calls = 0
+        self.stopped: str | None = None
+        self.per_stage: dict[str, dict[str, float]] = {}
+
+    def _elapsed(self) -> float:
+        if self._start is None:
+            self._start = self._clock()
+        return self._clock() - self._start
+
+    def charge(self, stage: str, completions: Iterable[Completion]) -> None:
+        """Count the calls and tokens of one unit's model calls against `stage`."""
+        entry = self.per_stage.setdefault(stage, {"calls": 0, "tokens": 0, "model_seconds": 0.0})
+        for done in completions:
+            spent = done.prompt_tokens + done.completion_tokens
+            self.calls += 1
+            self.tokens += spent
+            entry["calls"] += 1
+            entry["tokens"] += spent
+            entry["model_seconds"] += done.seconds
+
+    def exhausted(self) -> str | None:
+        """Why no new unit may start (and remember it), or None while budget remains."""
+        if self.stopped is None:
+            if self.tokens >= self.max_tokens:
+                self.stopped = f"token budget reached ({self.tokens} of {self.max_tokens} tokens)"
+            elif self._elapsed() >= self.max_seconds:
+                self.stopped = f"time budget reached ({self.max_seconds:g} s)"
+        return self.stopped
+
+    def stage_counts(self, stage: str) -> dict[str, Any]:
+        """`calls` and `tokens` for the stage result (Ledger.record_stage stores both)."""
+        entry = self.per_stage.get(stage, {"calls": 0, "tokens": 0, "model_seconds": 0.0})
+        return {"calls": int(entry["calls"]), "tokens": int(entry["tokens"]),
+                "model_seconds": round(entry["model_seconds"], 3)}
+
+    def summary(self) -> dict[str, Any]:
+        return {"max_tokens": self.max_tokens, "max_seconds": self.max_seconds, "tokens": self.tokens,
+                "calls": self.calls, "stopped": self.stopped}
+
+
+def progress(left: dict[str, int], done: dict[str, int], seconds: dict[str, float]) -> dict[str, Any]:
+    """How much is left per stage, the rate this run, and the runs needed at that rate.
+
+    `left[stage]` units wait, `done[stage]` were done this run in `seconds[stage]`. A stage
+    with work left and nothing done this run makes the estimate unknown (None).
+    """
+    stages: dict[str, Any] = {}
+    runs: list[float] = []
+    unknown = False
+    for stage in left:
+        n_left, n_done, secs = left[stage], done.get(stage, 0), seconds.get(stage, 0.0)
+        rate = n_done / secs if secs > 0 and n_done else None
+        stages[stage] = {"left": n_left, "done": n_done, "units_per_second": round(rate, 3) if rate else None}
+        if n_left:
+            if n_done:
+                runs.append(n_left / n_done)
+            else:
+                unknown = True
+    estimate = None if unknown else (math.ceil(max(runs)) if runs else 0)
+    return {"stages": stages, "estimated_runs_to_finish": estimate}
+
+
+def estimate_calls(*, engine: str, conversations: int, chunks_per_conversation: float, unassigned: int,
+                   pending_by_bucket: dict[str, int], cluster_batch: int, synth_batch: int) -> dict[str, int]:
+    """Model calls a run would make (first attempts; a retry after invalid output adds one)."""
+    if engine == "none":
+        return {"chunk": 0, "cluster": 0, "synthesize": 0, "total": 0}
+    new_chunks = math.ceil(conversations * chunks_per_conversation)
+    cluster = math.ceil((unassigned + new_chunks) / max(1, cluster_batch))
+    synth = sum(math.ceil(n / max(1, synth_batch)) for n in pending_by_bucket.values())
+    # New chunks land in buckets not known yet: assume they spread like one batch per bucket-sized group.
+    synth += math.ceil(new_chunks / max(1, synth_batch))
+    return {"chunk": conversations, "cluster": cluster, "synthesize": synth,
+            "total": conversations + cluster + synth}
+
+
+def parse_since(value: str | None) -> datetime | None:
+    """`--since` as a UTC datetime: a date (`2026-05-01`) or an ISO time; UsageError otherwise."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise UsageError(f"--since {value!r} is not a date — use YYYY-MM-DD or an ISO time such as "
+                         "2026-05-01T08:00") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _scoped(ledger: Any, since: datetime | None) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    """Conversations to chunk, unassigned chunk ids and pending chunks by bucket, within `since`."""
+    todo = ledger.conversations_to_chunk()
+    unassigned = [c for c, _ in ledger.unassigned_chunks()]
+    pending = ledger.pending_by_bucket()
+    if since is not None:
+        recent = ledger.conversations_updated_since(since)
+        owners = ledger.chunk_conversation_ids(unassigned + [c for ids in pending.values() for c in ids])
+        todo = [c for c in todo if c in recent]
+        unassigned = [c for c in unassigned if owners.get(c) in recent]
+        pending = {b: kept for b, ids in pending.items() if (kept := [c for c in ids if owners.get(c) in recent])}
+    return todo, unassigned, pending
+
+
+def backlog(ledger: Any, since: datetime | None, units_done: dict[str, int],
+            results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What is left after this run, the rate this run achieved, and the runs still needed."""
+    todo, unassigned, pending = _scoped(ledger, since)
+    left = {"chunk": len(todo), "cluster": len(unassigned), "synthesize": sum(len(v) for v in pending.values())}
+    seconds = {k: float(results.get(k, {}).get("seconds", 0.0)) for k in left}
+    out = progress(left, {k: units_done.get(k, 0) for k in left}, seconds)
+    out.update(conversations_left=len(todo), chunks_unassigned=len(unassigned),
+               buckets_pending=len(pending), chunks_pending=left["synthesize"])
+    return out
+
+
+def dry_run_plan(settings: Any, since: datetime | None, files: list[tuple[str, Path]], stages: list[str]) -> dict[str, Any]:
+    """What a run would process and the model calls it would make; reads, never writes.
+
+    Opens the ledger read-only, which DuckDB allows only while no writer holds it.
+    """
+    from memvault.lock import holder
+    from stores.ledger import Ledger
+
+    busy = holder(settings.state_dir)
+    if busy:
+        raise LockedError(f"another memvault process (pid {busy.get('pid', '?')}, {busy.get('command', '?')}) is "
+                          "writing; run the dry run again when it has finished")
+    plan: dict[str, Any] = {"dry_run": True, "stages": stages, "engine": settings.engine,
+                            "since": since.isoformat() if since else None}
+    if not settings.ledger_path.exists():
+        plan.update(transcript_files_changed=len(files), conversations_to_chunk=0, chunks_to_cluster=0,
+                    buckets_to_synthesize={}, estimated_model_calls=estimate_calls(
+                        engine=settings.engine, conversations=0, chunks_per_conversation=1.0, unassigned=0,
+                        pending_by_bucket={}, cluster_batch=1, synth_batch=1))
+        return plan
+    ledger = Ledger(settings.ledger_path, read_only=True)
+    try:
+        changed = 0
+        for _, path in files:
+            mark = ledger.watermark(str(path.resolve()))
+            st = path.stat()
+            changed += mark is None or mark["size"] != st.st_size or mark["mtime"] != st.st_mtime
+        todo, unassigned, pending = _scoped(ledger, since)
+        per_conv = ledger.chunks_per_conversation()
+    finally:
+        ledger.close()
+    sizes = {b: len(ids) for b, ids in pending.items()}
+    calls = estimate_calls(engine=settings.engine, conversations=len(todo) if "chunk" in stages else 0,
+                           chunks_per_conversation=per_conv if "cluster" in stages else 0.0,
+                           unassigned=len(unassigned) if "cluster" in stages else 0,
+                           pending_by_bucket=sizes if "synthesize" in stages else {},
+                           cluster_batch=settings.cluster.batch_size, synth_batch=settings.synthesize.chunks_per_call)
+    plan.update(transcript_files_changed=changed, transcript_files_seen=len(files), conversations_to_chunk=len(todo),
+                chunks_to_cluster=len(unassigned), buckets_to_synthesize=sizes, estimated_model_calls=calls,
+                note="conversations in changed transcript files are not counted until ingested; "
+                     "an invalid reply adds one retry call; `auto` counts as a model engine")
+    return plan

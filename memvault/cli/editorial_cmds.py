@@ -1,0 +1,122 @@
+"""CLI commands of the editorial area: `lint` and `forget` (registered on the shared Typer app
+when this module is imported)."""
+
+from typing import Any
+
+import typer
+
+from memvault.cli.app import _settings, app
+from memvault.cli.output import JsonOpt, console, emit_json, err_console, reporting
+
+
+def _finding_line(f: Any, warn: bool = False) -> str:
+    tag = "warning" if warn else ("fixable" if f.fixable else "error")
+    return f"{f.file}:{f.line}: [{tag}] {f.rule}: {f.message}"
+
+
+@app.command()
+def lint(
+    ctx: typer.Context,
+    fix: bool = typer.Option(False, "--fix", help="Normalize and wikify the whole vault, in one commit."),
+    max_words: int = typer.Option(3000, "--max-words", help="Articles longer than this are reported as oversize."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Check every article (footnotes, links, structure, names, files) and report file:line findings.
+
+    Exit 1 when there are problems, 0 when clean. With --fix: exit 0 when every fixable
+    problem was fixed; what needs a person (dangling links, names) is listed as warnings.
+
+    Example: memvault lint --fix
+    """
+    from memvault.errors import UsageError
+    from memvault.home import require_home
+    from memvault.lint_vault import fix_home, lint_home
+
+    with reporting(as_json):
+        if max_words < 1:
+            raise UsageError("--max-words must be at least 1")
+        settings = _settings(ctx)
+        require_home(settings.home)
+        if not fix:
+            findings = lint_home(settings.home, max_words)
+            if as_json:
+                emit_json({"findings": [f.model_dump() for f in findings], "problems": len(findings)})
+            else:
+                for f in findings:
+                    console.print(_finding_line(f), highlight=False, markup=False)
+                fixable = sum(f.fixable for f in findings)
+                console.print(f"{len(findings)} problem(s), {fixable} fixable with `memvault lint --fix`"
+                              if findings else "clean: no problems found", highlight=False)
+            raise typer.Exit(1 if findings else 0)
+
+        from memvault.lock import writer_lock
+
+        with writer_lock(settings.state_dir, "memvault lint --fix", settings.lock_timeout_s):
+            report = fix_home(settings.home, max_words)
+        fixed = len([f for f in report.before if f.fixable]) - len(report.unfixed)
+        if as_json:
+            emit_json({"fixed": max(fixed, 0), "changed": report.changed, "commit": report.commit,
+                       "footnotes_dropped": report.footnotes_dropped, "wikify_kept": report.wikify_kept,
+                       "findings": [f.model_dump() for f in report.after], "problems": len(report.unfixed)})
+        else:
+            for path in report.changed:
+                console.print(f"fixed {path}", highlight=False, markup=False)
+            for f in report.after:
+                console.print(_finding_line(f, warn=not f.fixable), highlight=False, markup=False)
+            for stem, reasons in report.wikify_kept.items():
+                err_console.print(f"wikify left {stem} as it was: {'; '.join(reasons)}", highlight=False, markup=False)
+            console.print(f"{len(report.changed)} file(s) changed"
+                          + (f", committed {report.commit[:10]}" if report.commit else ", nothing to commit")
+                          + f"; {len(report.after) - len(report.unfixed)} warning(s) need a person", highlight=False)
+        raise typer.Exit(1 if report.unfixed else 0)
+
+
+@app.command()
+def forget(
+    ctx: typer.Context,
+    title: str = typer.Argument(None, help="Article title or file stem."),
+    conversation: str = typer.Option(None, "--conversation", help="A conversation id (conv:1a2b3c4d; any unique prefix)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Remove an article (in a git commit, recoverable) or a conversation (ledger, index, citations).
+
+    Example: memvault forget "Postgres Backup" --yes
+    """
+    from memvault import forget as core
+    from memvault.errors import UsageError
+    from memvault.home import require_home
+    from memvault.lock import writer_lock
+
+    with reporting(as_json):
+        if (title is None) == (conversation is None):
+            raise UsageError("give either an article TITLE or --conversation conv:ID (one of them)")
+        settings = _settings(ctx)
+        require_home(settings.home)
+        if title is not None:
+            plan = core.plan_article(settings, title)
+            question = (f"Forget the article '{plan.title}' ({plan.path}"
+                        + (f" and {plan.talk}" if plan.talk else "") + ")? It stays in git history.")
+        else:
+            cplan = core.plan_conversation(settings, conversation)
+            where = ", ".join(f"{s} ({n})" for s, n in sorted(cplan.articles.items())) or "no article"
+            question = (f"Forget conversation conv:{cplan.id[:12]} ({cplan.source}, {cplan.title or 'untitled'})? "
+                        f"Its messages, chunks and index nodes are deleted and its citations removed from: {where}.")
+        if not yes and not typer.confirm(question, err=True):
+            raise typer.Exit(1)
+        with writer_lock(settings.state_dir, "memvault forget", settings.lock_timeout_s):
+            if title is not None:
+                result: Any = core.forget_article(settings, title)
+                data = result.__dict__
+                text = (f"forgot '{result.title}': removed {', '.join(result.removed)}, {result.nodes_deleted} "
+                        f"index node(s); commit {(result.commit or 'none')[:10]}\nrecover with: {result.recover}")
+            else:
+                result = core.forget_conversation(settings, conversation)
+                data = result.__dict__
+                text = (f"forgot conv:{result.id[:12]}: {sum(result.ledger_rows.values())} ledger row(s), "
+                        f"{result.nodes_deleted} index node(s), citations removed from {len(result.articles)} "
+                        f"article(s); commit {(result.commit or 'none')[:10]}")
+        if as_json:
+            emit_json(data)
+        else:
+            console.print(text, highlight=False, markup=False)

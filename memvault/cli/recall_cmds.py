@@ -1,0 +1,114 @@
+"""CLI commands of the agent doors: `mcp`, `serve`, `agent-setup`, `index-brief`
+(registered on the shared Typer app when this module is imported)."""
+
+from pathlib import Path
+
+import typer
+
+from memvault.cli.app import app
+from memvault.cli.output import JsonOpt, console, err_console, render, reporting
+
+
+@app.command()
+def mcp(ctx: typer.Context) -> None:
+    """Serve the memory as read-only MCP tools over stdio (for Claude Code and other MCP clients).
+
+    Example: memvault --home ~/memvault mcp
+    """
+    from memvault.servers import open_service
+    from memvault.servers.mcp import run_stdio
+
+    # stdout is the protocol channel: errors go to stderr (`reporting` prints there).
+    with reporting(False):
+        run_stdio(open_service(ctx.obj.get("home")))
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback unless --allow-remote)."),
+    port: int = typer.Option(8765, "--port", min=1, max=65535, help="TCP port."),
+    allow_remote: bool = typer.Option(False, "--allow-remote",
+                                      help="Allow a non-loopback --host (the API has no authentication)."),
+) -> None:
+    """Serve the agent API as local HTTP/JSON (search, recall, timeline, get, articles).
+
+    Example: memvault serve --port 8765
+    """
+    from memvault.servers import open_service
+    from memvault.servers.http import check_bind, serve as run_http
+
+    with reporting(False):
+        check_bind(host, allow_remote)  # before loading anything: misuse fails fast, exit 2
+        shared = open_service(ctx.obj.get("home"))
+        err_console.print(f"memvault HTTP API on http://{host}:{port} — GET /health, /search?q=, /recall?q=, "
+                          "/articles (Ctrl-C stops)", highlight=False)
+        run_http(shared, host, port, allow_remote)
+
+
+@app.command("index-brief")
+def index_brief(
+    ctx: typer.Context,
+    max_chars: int = typer.Option(1_500, "--max-chars", min=500, help="Longest brief, in characters."),
+) -> None:
+    """Print the article index (titles only) in a <memvault-index> block, for a SessionStart hook.
+
+    Example: memvault --home ~/memvault index-brief
+    """
+    from memvault.agent_setup import index_brief as brief
+    from memvault.home import require_home
+    from memvault.settings import load_settings
+
+    with reporting(False):
+        settings = load_settings(ctx.obj.get("home"))
+        require_home(settings.home)
+        print(brief(settings.home, max_chars))
+
+
+@app.command("agent-setup")
+def agent_setup(
+    ctx: typer.Context,
+    client: str = typer.Argument(..., help="The agent to set up: claude-code."),
+    apply: bool = typer.Option(False, "--apply", help="Write the files (default: only print what would be written)."),
+    claude_dir: Path = typer.Option(Path("~/.claude"), "--claude-dir", help="Claude Code's settings folder."),
+    claude_json: Path = typer.Option(None, "--claude-json",
+                                     help="Claude Code's user config with `mcpServers` (default: .claude.json beside --claude-dir)."),
+    exe: str = typer.Option(None, "--exe", help="Path of the memvault executable (default: found automatically)."),
+    force: bool = typer.Option(False, "--force", help="Replace a skill file that was edited by hand."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Register memvault with an agent: MCP server, SessionStart index hook, skill file.
+
+    Example: memvault agent-setup claude-code --apply
+    """
+    import json
+
+    from memvault.agent_setup import apply_plan, claude_code_plan
+    from memvault.errors import UsageError
+    from memvault.settings import load_settings
+
+    with reporting(as_json):
+        if client != "claude-code":
+            raise UsageError(f"unknown agent {client!r} — supported: claude-code (any other MCP client: "
+                             "run `memvault mcp` as a stdio server, see docs/agents.md)")
+        home = load_settings(ctx.obj.get("home")).home
+        plan = claude_code_plan(home, claude_dir, claude_json, exe)
+        if apply:
+            apply_plan(plan, force=force)
+        data = {**plan.as_dict(), "applied": apply}
+
+        def text() -> None:
+            console.print(f"[bold]1. MCP server[/bold] — `mcpServers.memvault` in {plan.claude_json}:", highlight=False)
+            print(json.dumps({"memvault": plan.server_entry}, indent=2))
+            console.print(f"   equivalent: {plan.add_command}", highlight=False)
+            console.print(f"[bold]2. SessionStart hook[/bold] in {plan.settings_json}:", highlight=False)
+            print(json.dumps({"hooks": {"SessionStart": [plan.hook_group]}}, indent=2))
+            console.print(f"[bold]3. Skill[/bold] {plan.skill_path} (when to consult memory, how to cite)", highlight=False)
+            if apply:
+                for path, change in plan.changes.items():
+                    console.print(f"   {change}: {path}", highlight=False)
+                console.print("Restart Claude Code (or run /mcp) to pick it up.")
+            else:
+                console.print("Nothing written; rerun with --apply to write these files.")
+
+        render(as_json, data, text)

@@ -1,0 +1,276 @@
+"""`memvault forget`: take an article, or a conversation, out of memory on purpose.
+
+Forgetting an article removes its file (and Talk page) in one git commit — recoverable with
+`git show HEAD~1:articles/<Stem>.md` — deletes its nodes from the index, and marks its
+bucket forgotten in the ledger so its chunks are never synthesized into an article of that
+name again.
+
+Forgetting a conversation deletes it and everything derived from it from the ledger (a
+tombstone keeps a later ingest from storing it again), deletes its nodes from the index, and
+removes its citations from every article: footnote definitions citing it go, their markers
+go, footnotes are renumbered, and each article is re-gated (the removed citation being the
+one intended loss) before the vault is committed once. The prose the footnotes supported
+stays; a person edits it, or forgets the article.
+
+Order, so that running the command again finishes an interrupted one: ledger, index, vault.
+The caller holds the writer lock for the `forget_*` functions; `plan_*` only read.
+"""
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memvault.editorial import article_title, new_problems, read_articles, talk_note
+from memvault.errors import MemvaultError, NotFoundError, UsageError
+from memvault.markdown.footnotes import CONV_RE, renumber
+from memvault.markdown.scan import Doc
+from memvault.settings import Settings
+from stores.vault import Vault
+
+_HEX = re.compile(r"[0-9a-f]{4,64}")
+
+
+# -- articles --------------------------------------------------------------------------------
+@dataclass
+class ArticlePlan:
+    stem: str
+    title: str
+    path: str  # relative to the home
+    talk: str | None
+
+
+@dataclass
+class ArticleForgotten:
+    stem: str
+    title: str
+    bucket: str
+    removed: list[str]
+    nodes_deleted: int
+    commit: str | None
+    recover: str
+
+
+def plan_article(settings: Settings, name: str) -> ArticlePlan:
+    """Which files `forget NAME` would remove (title or file stem, any case)."""
+    vault = Vault(settings.home)
+    path = vault.find_article(name)
+    if path is None:
+        raise NotFoundError(f"no article named {name!r} — `memvault articles` lists them (title or file stem)")
+    talk = vault.talk_path(path.stem)
+    return ArticlePlan(stem=path.stem, title=article_title(path.stem, path.read_text(encoding="utf-8"), trust_h1=True),
+                       path=str(path.relative_to(settings.home)),
+                       talk=str(talk.relative_to(settings.home)) if talk.is_file() else None)
+
+
+def remove_bucket_section(text: str, name: str) -> str:
+    """Meta/Buckets.md without the `## name` section (the bucket is forgotten, not active)."""
+    lines = text.split("\n")
+    out: list[str] = []
+    skipping = False
+    for line in lines:
+        if line.startswith("## "):
+            skipping = line[3:].strip().casefold() == name.strip().casefold()
+        if not skipping:
+            out.append(line)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out))
+
+
+def forget_article(settings: Settings, name: str) -> ArticleForgotten:
+    """Remove an article: ledger (bucket forgotten), index, then files and one commit."""
+    from stores.ledger import Ledger
+
+    plan = plan_article(settings, name)
+    vault = Vault(settings.home)
+    ledger = Ledger(settings.ledger_path)
+    try:
+        # A hand-written article has no bucket: one is recorded, forgotten, so the name stays taken.
+        bucket = ledger.bucket_for_stem(plan.stem) or plan.title
+        ledger.forget_bucket(bucket)
+    finally:
+        ledger.close()
+    nodes_deleted = delete_index_docs(settings, [plan.stem])
+    buckets_md = vault.meta_dir / "Buckets.md"
+    current = vault.read(buckets_md)
+    if current is not None:
+        vault.write(buckets_md, remove_bucket_section(current, bucket))
+    removed = [plan.path] + ([plan.talk] if plan.talk else [])
+    for rel in removed:
+        vault.remove(settings.home / rel)
+    recover = f"git -C {settings.home} checkout HEAD~1 -- {' '.join(removed)}"
+    commit = vault.commit(f"memvault forget: {plan.title}\n\nRemoved {', '.join(removed)}; bucket '{bucket}' "
+                          f"is forgotten and will not be synthesized again.\nRecover the text with: {recover}")
+    return ArticleForgotten(stem=plan.stem, title=plan.title, bucket=bucket, removed=removed,
+                            nodes_deleted=nodes_deleted, commit=commit, recover=recover)
+
+
+def delete_index_docs(settings: Settings, docs: list[str], purge: bool = False) -> int:
+    """Delete every node of ``docs`` from the index (none yet: nothing to do); returns nodes deleted.
+
+    ``purge`` also drops older index versions, so the deleted text is gone from disk.
+    """
+    import lancedb
+
+    from memvault.embeddings import Embedder
+    from stores.nodes import NODES, NodeIndex
+
+    uri = settings.index_uri
+    if not Path(uri).exists() and "://" not in uri:
+        return 0
+    if NODES not in set(lancedb.connect(uri).list_tables().tables):
+        return 0
+    nodes = NodeIndex(uri, Embedder.name, Embedder.dim, create=False)
+    deleted = nodes.delete_docs(docs)
+    if deleted and purge:
+        nodes.purge_old_versions()
+    return deleted
+
+
+# -- conversations -----------------------------------------------------------------------------
+@dataclass
+class ConversationPlan:
+    id: str
+    title: str | None
+    source: str | None
+    articles: dict[str, int] = field(default_factory=dict)  # stem → footnote definitions citing it
+
+
+@dataclass
+class ConversationForgotten:
+    id: str
+    ledger_rows: dict[str, int]
+    nodes_deleted: int
+    articles: dict[str, int]
+    commit: str | None
+
+
+def conversation_key(ref: str) -> str:
+    """`conv:1a2b3c4d`, `1a2b3c4d` or a backticked citation → the lowercase hex prefix."""
+    key = ref.strip().strip("`").strip().lower().removeprefix("conv:")
+    if not _HEX.fullmatch(key):
+        raise UsageError(f"{ref!r} is not a conversation id: give conv:<hex>, at least 4 hex digits, "
+                         "as citations show it (e.g. conv:1a2b3c4d)")
+    return key
+
+
+def resolve_conversation(ledger: Any, ref: str, include_forgotten: bool = True) -> str:
+    """The full id a reference names; ambiguous prefixes are refused with the candidates."""
+    from memvault.ids import short_ids
+
+    key = conversation_key(ref)
+    hits = ledger.conversation_ids_with_prefix(key, include_forgotten=include_forgotten)
+    if not hits:
+        raise NotFoundError(f"no conversation conv:{key} in the ledger — check the id in the article's References")
+    if len(hits) > 1:
+        shorts = short_ids(hits)
+        lines = []
+        for cid in hits[:20]:
+            info = ledger.conversation(cid) or {}
+            lines.append(f"  conv:{shorts[cid]}  {info.get('source') or 'forgotten'}  {info.get('title') or ''}".rstrip())
+        more = f"\n  … and {len(hits) - 20} more" if len(hits) > 20 else ""
+        raise UsageError(f"conv:{key} matches {len(hits)} conversations; give more of the id:\n"
+                         + "\n".join(lines) + more)
+    return hits[0]
+
+
+def _cites(cited: str, cid: str) -> bool:
+    """A citation names a conversation by a prefix of its full id (at least 8 hex)."""
+    return cid.startswith(cited.lower())
+
+
+_ENTRY = r"`?conv:{id}`?(?:\s*\([^)\n]*\))?(?:\s*—[^;\n]*)?\s*;?\s*"
+
+
+def strip_citations(text: str, cid: str) -> tuple[str, int, list[str]]:
+    """``text`` without its citations of ``cid``: (new text, definitions touched, renumber log).
+
+    A definition citing only this conversation is removed with its markers; one that also
+    cites others loses just this entry.
+    """
+    doc = Doc(text)
+    lines = list(doc.lines)
+    drop: set[int] = set()
+    touched = 0
+    for d in doc.footnote_defs():
+        ids = CONV_RE.findall(d.content)
+        mine = [c for c in ids if _cites(c, cid)]
+        if not mine:
+            continue
+        touched += 1
+        if len(mine) == len(ids):
+            drop.update(range(d.start, d.end))
+            continue
+        for c in set(mine):
+            pattern = re.compile(_ENTRY.format(id=re.escape(c)))
+            for i in range(d.start, d.end):
+                lines[i] = pattern.sub("", lines[i]).rstrip().rstrip(";").rstrip()
+    if not touched:
+        return text, 0, []
+    body = "\n".join(line for i, line in enumerate(lines) if i not in drop)
+    new, log = renumber(doc.front + body)
+    return new, touched, log
+
+
+def plan_conversation(settings: Settings, ref: str) -> ConversationPlan:
+    """What `forget --conversation REF` would remove; reads the ledger read-only."""
+    import duckdb
+
+    from stores.ledger import Ledger
+
+    if not settings.ledger_path.exists():
+        raise NotFoundError(f"no ledger at {settings.ledger_path} — nothing has been ingested yet")
+    try:
+        ledger = Ledger(settings.ledger_path, read_only=True)
+    except duckdb.IOException as exc:
+        raise MemvaultError(f"the ledger is busy (another memvault process is writing): {exc} — try again") from None
+    try:
+        # The read-only ledger may predate the tombstone table; forgotten ids are matched later.
+        cid = resolve_conversation(ledger, ref, include_forgotten=False)
+        info = ledger.conversation(cid) or {}
+    finally:
+        ledger.close()
+    plan = ConversationPlan(id=cid, title=info.get("title"), source=info.get("source"))
+    for stem, (_, text) in read_articles(Vault(settings.home)).items():
+        _, n, _ = strip_citations(text, cid)
+        if n:
+            plan.articles[stem] = n
+    return plan
+
+
+def forget_conversation(settings: Settings, ref: str) -> ConversationForgotten:
+    """Remove a conversation from the ledger, the index and every article; one commit."""
+    from stores.ledger import Ledger
+
+    vault = Vault(settings.home)
+    ledger = Ledger(settings.ledger_path)
+    try:
+        cid = resolve_conversation(ledger, ref)
+        # Every article is rewritten and gated before anything changes: a refusal changes nothing.
+        rewrites: dict[str, tuple[Path, str, str, int, list[str]]] = {}
+        refused: dict[str, list[str]] = {}
+        for stem, (path, text) in read_articles(vault).items():
+            new, n, log = strip_citations(text, cid)
+            if not n:
+                continue
+            problems = new_problems(new, text, allowed_removed=[cid])
+            if problems:
+                refused[stem] = problems
+            rewrites[stem] = (path, text, new, n, log)
+        if refused:
+            detail = "; ".join(f"{s}: {', '.join(r)}" for s, r in sorted(refused.items()))
+            raise MemvaultError(f"removing conv:{cid[:12]} would break article(s): {detail} — "
+                                "fix them by hand (or `memvault lint --fix`) and run forget again; nothing was changed")
+        rows = ledger.forget_conversation(cid)
+    finally:
+        ledger.close()
+    nodes_deleted = delete_index_docs(settings, [f"conv:{cid}"], purge=True)
+    run_id = f"forget-conv-{cid[:12]}"
+    for stem, (path, text, new, n, log) in rewrites.items():
+        vault.write(path, new)
+        talk = vault.talk_path(stem)
+        note = [f"removed {n} citation(s) of a forgotten conversation (conv:{cid[:12]})", *log]
+        vault.write(talk, talk_note(vault.read(talk), article_title(stem, text), run_id, note, what="forget"))
+    commit = vault.commit(f"memvault forget conv:{cid[:12]}: citations removed from {len(rewrites)} article(s)"
+                          + ("\n\n" + "\n".join(f"updated: {s}" for s in sorted(rewrites)) if rewrites else ""))
+    return ConversationForgotten(id=cid, ledger_rows=rows, nodes_deleted=nodes_deleted,
+                                 articles={s: r[3] for s, r in rewrites.items()}, commit=commit)

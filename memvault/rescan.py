@@ -1,0 +1,130 @@
+"""`memvault redact --rescan`: apply the current secret patterns to everything already stored.
+
+New patterns (a setting the user extends) only protect what is ingested after they are added;
+a rescan brings the past up to date: the ledger (messages, titles, chunks, parser state), the
+node index (documents whose text holds a secret are removed; the next run's index stage
+rebuilds them from the redacted ledger and vault) and the vault's Markdown files. Overwritten
+bytes are purged where memvault controls them: the ledger file is rewritten and the index's
+old versions are dropped. Git history is the user's to rewrite; the report says how.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from memvault.redact import redact, redact_json
+from memvault.settings import Settings
+
+VAULT_FOLDERS = ("articles", "Talk", "Meta")
+HISTORY_NOTE = (
+    "Older git commits of the vault still hold the original text. To purge it, rewrite the "
+    "history of {home}: `git filter-repo --replace-text <file of secrets>` (or BFG Repo-Cleaner "
+    "`bfg --replace-text`), then `git reflog expire --expire=now --all && git gc --prune=now "
+    "--aggressive`; clones and backups of the home keep their own copies."
+)
+
+
+class RescanReport(BaseModel):
+    """What a rescan changed, per place, and what it could not reach."""
+
+    redactions: dict[str, int] = Field(default_factory=dict, description="Secrets found, per kind")
+    ledger: dict[str, int] = Field(default_factory=dict, description="Rows changed per table.column")
+    conversations: int = Field(default=0, description="Conversations whose stored text changed")
+    index_documents_removed: int = 0
+    index_nodes_removed: int = 0
+    vault_files: list[str] = Field(default_factory=list, description="Vault files rewritten (relative)")
+    committed: bool = False
+    backups: list[str] = Field(default_factory=list, description="Ledger backups that may hold originals")
+    note: str = ""
+
+
+def _redactor(patterns: dict[str, str] | None, report: RescanReport) -> Any:
+    def count(counts: dict[str, int]) -> None:
+        for kind, n in counts.items():
+            report.redactions[kind] = report.redactions.get(kind, 0) + n
+
+    def apply(place: str, text: str) -> str:
+        if place == "sources.state":
+            # JSON: redact its strings, never the serialized text (a cut could break quotes).
+            value, counts = redact_json(json.loads(text), patterns)
+            if not counts:
+                return text
+            return json.dumps(value)
+        new, counts = redact(text, patterns)
+        count(counts)
+        return new
+
+    return apply
+
+
+def _rescan_vault(settings: Settings, patterns: dict[str, str] | None, report: RescanReport) -> None:
+    from stores.vault import Vault
+
+    vault = Vault(settings.home)
+    home = settings.home
+    for folder in VAULT_FOLDERS:
+        root = home / folder
+        if not root.is_dir():
+            continue
+        for path in sorted(root.rglob("*.md")):
+            text = path.read_text(encoding="utf-8")
+            new, counts = redact(text, patterns)
+            if counts:
+                for kind, n in counts.items():
+                    report.redactions[kind] = report.redactions.get(kind, 0) + n
+                vault.write(path, new)
+                report.vault_files.append(str(path.relative_to(home)))
+    if report.vault_files:
+        report.committed = vault.commit(f"redact: rescan removed secrets from {len(report.vault_files)} file(s)") is not None
+
+
+def _rescan_index(settings: Settings, patterns: dict[str, str] | None, report: RescanReport,
+                  touched: set[str]) -> list[str]:
+    """Remove documents with secrets (and re-queue changed conversations); returns conversation ids."""
+    import lancedb
+
+    from memvault.embeddings import Embedder
+    from stores.nodes import NODES, NodeIndex
+
+    uri = settings.index_uri
+    if NODES not in set(lancedb.connect(uri).list_tables().tables):
+        return []
+    nodes = NodeIndex(uri, Embedder.name, Embedder.dim, create=False)
+    docs = set(nodes.docs_matching(lambda text: redact(text, patterns)[0] != text))
+    # A conversation whose ledger text changed is rebuilt too, even if its nodes looked clean.
+    docs |= {f"conv:{cid}" for cid in touched if nodes.doc_hashes(f"conv:{cid}")}
+    report.index_documents_removed = len(docs)
+    report.index_nodes_removed = nodes.delete_docs(sorted(docs))
+    nodes.purge_old_versions()
+    return [d.removeprefix("conv:") for d in docs if d.startswith("conv:")]
+
+
+def rescan(settings: Settings) -> RescanReport:
+    """Redact everything stored under ``settings.home`` with the current patterns.
+
+    The caller holds the writer lock. Order: vault, ledger, index — each step is idempotent,
+    so an interrupted rescan is finished by running it again.
+    """
+    from stores.ledger import Ledger
+
+    patterns = settings.ingest.redact_patterns or None
+    report = RescanReport()
+    _rescan_vault(settings, patterns, report)
+    ledger = Ledger(settings.ledger_path)
+    try:
+        counts, touched = ledger.rewrite_texts(_redactor(patterns, report))
+        report.ledger = counts
+        report.conversations = len(touched)
+        if any(counts.values()):
+            ledger.compact()  # freed blocks would otherwise still hold the old text
+        requeue = _rescan_index(settings, patterns, report, touched)
+        ledger.clear_indexed(requeue)
+    finally:
+        ledger.close()
+    report.backups = sorted(str(p) for p in Path(settings.state_dir).glob("*.bak"))
+    report.note = HISTORY_NOTE.format(home=settings.home)
+    return report

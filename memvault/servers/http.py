@@ -1,0 +1,155 @@
+"""`memvault serve`: the agent API as a small local HTTP/JSON service (Starlette + uvicorn).
+
+It has no authentication and serves the whole memory, so it binds to loopback unless the
+user asks for another address *and* passes ``--allow-remote``. On loopback it also checks
+the Host header, so a web page cannot reach it through DNS rebinding.
+"""
+
+import ipaddress
+from collections.abc import Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from memvault.errors import IndexMismatchError, MemvaultError, NotFoundError, UsageError
+from memvault.recall.service import MemoryService
+from memvault.servers import SharedService
+
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and localhost; anything else would expose the memory."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, allow_remote: bool) -> None:
+    """Refuse a non-loopback address unless the user explicitly allows it."""
+    if not is_loopback(host) and not allow_remote:
+        raise UsageError(
+            f"refusing to bind {host}: the HTTP API has no authentication and serves your whole memory "
+            "to anyone who can reach it — keep the default 127.0.0.1, or pass --allow-remote as well "
+            "if you really want it reachable from other machines"
+        )
+
+
+def _int(request: Request, name: str, default: int | None, low: int = 0, high: int = 100_000) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"query parameter {name}={raw!r} is not an integer") from None
+    if not low <= value <= high:
+        raise UsageError(f"query parameter {name}={value} is out of range {low}..{high}")
+    return value
+
+
+def _query(request: Request) -> str:
+    q = (request.query_params.get("q") or "").strip()
+    if not q:
+        raise UsageError("missing query parameter q, e.g. /recall?q=postgres+backups")
+    return q
+
+
+def _error(status: int, exc: Exception) -> JSONResponse:
+    return JSONResponse({"error": str(exc), "type": type(exc).__name__}, status_code=status)
+
+
+def host_of(header: str) -> str:
+    """The host part of a Host header (``[::1]:8765`` → ``::1``, ``localhost:80`` → ``localhost``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class LoopbackHostOnly:
+    """Reject requests whose Host header is not a loopback name (defeats DNS rebinding)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+            if not is_loopback(host_of(host)):
+                response = JSONResponse({"error": f"Host {host!r} is not a loopback name; this API answers only "
+                                                  "local clients", "type": "HTTPError"}, status_code=421)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def build_app(shared: SharedService, loopback_only: bool = True) -> Starlette:
+    """The Starlette app; ``loopback_only`` rejects requests addressed to a non-loopback Host."""
+
+    def endpoint(fn: Callable[[Request, MemoryService], Any]) -> Callable[[Request], JSONResponse]:
+        # Sync endpoints run in Starlette's thread pool; the service call is serialized inside.
+        def handle(request: Request) -> JSONResponse:
+            try:
+                return JSONResponse(shared.call(lambda s: fn(request, s)))
+            except NotFoundError as exc:
+                return _error(404, exc)
+            except UsageError as exc:
+                return _error(400, exc)
+            except IndexMismatchError as exc:
+                return _error(503, exc)
+            except MemvaultError as exc:
+                return _error(500, exc)
+
+        return handle
+
+    def health(request: Request, s: MemoryService) -> dict[str, Any]:
+        # Cheap: no model load. A missing or mismatched index answers 503 with what to do.
+        return {"status": "ok", "home": str(s.settings.home), "nodes": s.nodes.count(),
+                "articles": len(s.vault.list_articles())}
+
+    def get_ids(request: Request) -> list[str]:
+        ids = [i for raw in request.query_params.getlist("ids") for i in raw.split(",") if i.strip()]
+        if not ids:
+            raise UsageError("missing query parameter ids, e.g. /get?ids=ID1,ID2")
+        return [i.strip() for i in ids]
+
+    routes = [
+        Route("/health", endpoint(health)),
+        Route("/search", endpoint(lambda r, s: {"query": _query(r), "hits": s.search(_query(r), _int(r, "limit", 10, 1, 100))})),
+        Route("/recall", endpoint(lambda r, s: s.recall(_query(r), max_nodes=_int(r, "max_nodes", None, 1, 50),
+                                                       max_chars=_int(r, "max_chars", None, 200, 50_000)))),
+        Route("/timeline/{id}", endpoint(lambda r, s: s.timeline(r.path_params["id"], _int(r, "before", 3, 0, 50),
+                                                                _int(r, "after", 3, 0, 50)))),
+        Route("/get", endpoint(lambda r, s: s.get(get_ids(r)))),
+        Route("/articles", endpoint(lambda r, s: s.list_articles())),
+        Route("/articles/{title}", endpoint(lambda r, s: s.read_article(r.path_params["title"]))),
+        Route("/articles/{title}/toc", endpoint(lambda r, s: s.article_toc(r.path_params["title"]))),
+        Route("/articles/{title}/links", endpoint(lambda r, s: s.article_links(r.path_params["title"]))),
+        Route("/articles/{title}/sections/{section:path}",
+              endpoint(lambda r, s: s.read_section(r.path_params["title"], r.path_params["section"]))),
+    ]
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
+        return JSONResponse({"error": f"{detail}: {request.url.path}", "type": "HTTPError"}, status_code=status)
+
+    middleware = [Middleware(LoopbackHostOnly)] if loopback_only else []
+    return Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: http_error})
+
+
+def serve(shared: SharedService, host: str, port: int, allow_remote: bool) -> None:
+    """Run the API until interrupted (Ctrl-C)."""
+    import uvicorn
+
+    check_bind(host, allow_remote)
+    uvicorn.run(build_app(shared, loopback_only=is_loopback(host)), host=host, port=port, log_level="warning")

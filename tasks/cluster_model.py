@@ -1,0 +1,98 @@
+"""cluster, model path: the reply's shape, the prompt's chunk list, and validation of names.
+
+The model sees chunks as `c1…cK` and answers, per chunk, existing bucket names and/or one
+proposed new bucket. Names are matched to Meta/Buckets.md case- and space-insensitively;
+an unknown name is rejected (never silently created), and a chunk left with neither a valid
+bucket nor a proposal falls back to the centroid path with the reason recorded.
+"""
+
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, Field
+
+from memvault.markdown.names import title_to_stem
+
+
+class NewBucket(BaseModel):
+    name: str = Field(min_length=2, max_length=80)
+    description: str = Field(min_length=1, max_length=600)
+
+
+class ClusterItem(BaseModel):
+    chunk: str
+    buckets: list[str] = Field(default_factory=list)
+    new_bucket: NewBucket | None = None
+
+
+class ClusterReply(BaseModel):
+    assignments: list[ClusterItem] = Field(min_length=1)
+
+
+class Decision(NamedTuple):
+    """What the reply says about one chunk: buckets to join, a proposal, or why it falls back."""
+
+    buckets: list[str]
+    proposal: tuple[str, str] | None
+    fallback: str | None
+
+
+def key(name: str) -> str:
+    return " ".join(name.replace("_", " ").split()).casefold()
+
+
+def clean_name(name: str) -> str:
+    """A proposed name as a bucket title: no heading marks, single spaces, a usable file stem."""
+    flat = " ".join(name.replace("#", " ").replace("_", " ").split()).strip(" .:-")
+    return flat if flat and title_to_stem(flat) else ""
+
+
+def show_chunks(chunks: list[dict[str, Any]], limit: int) -> str:
+    blocks = []
+    for i, c in enumerate(chunks, start=1):
+        text = c["text"] if len(c["text"]) <= limit else c["text"][:limit] + " …"
+        title = c["conversation_title"] or "untitled"
+        blocks.append(f"--- chunk c{i} (from “{title}”, topic: {c['label'] or 'unlabelled'}) ---\n{text}")
+    return "\n\n".join(blocks)
+
+
+def show_buckets(buckets: dict[str, str]) -> str:
+    if not buckets:
+        return "(none yet: propose new buckets)"
+    return "\n".join(f"- {name}: {desc or 'no description'}" for name, desc in buckets.items())
+
+
+def decide(reply: ClusterReply, n: int, known: dict[str, str]) -> list[Decision]:
+    """One decision per chunk `c1…cn`; `known` maps `key(name)` → canonical bucket name."""
+    by_chunk: dict[int, ClusterItem] = {}
+    for item in reply.assignments:
+        digits = "".join(ch for ch in item.chunk if ch.isdigit())
+        if digits and 1 <= int(digits) <= n and int(digits) - 1 not in by_chunk:
+            by_chunk[int(digits) - 1] = item
+    out = []
+    for i in range(n):
+        item = by_chunk.get(i)
+        if item is None:
+            out.append(Decision([], None, "the model gave no answer for this chunk"))
+            continue
+        names, unknown = [], []
+        for raw in item.buckets:
+            canonical = known.get(key(raw))
+            if canonical is None:
+                unknown.append(raw)
+            elif canonical not in names:
+                names.append(canonical)
+        proposal = None
+        if item.new_bucket is not None:
+            name = clean_name(item.new_bucket.name)
+            if name and key(name) in known:
+                # "New" but already exists: join it instead of creating a twin.
+                if known[key(name)] not in names:
+                    names.append(known[key(name)])
+            elif name:
+                proposal = (name, " ".join(item.new_bucket.description.split()))
+        if names or proposal:
+            out.append(Decision(names, proposal, None))
+        else:
+            why = f"unknown bucket name(s) {', '.join(map(repr, unknown))}" if unknown else "no bucket chosen"
+            out.append(Decision([], None, why))
+    return out

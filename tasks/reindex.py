@@ -1,0 +1,96 @@
+"""reindex: rebuild the node index from the ledger and the vault into a new location, then swap.
+
+Used after the embedding model changes (vectors of two models are never mixed) or when the
+index is lost. The old index keeps serving recall while the new one is built beside it; when
+the new one is complete, one atomic write of `.memvault/nodes.current` makes it the live
+index (`Settings.index_uri` reads that pointer). The old directory stays until `memvault
+maintenance` retires it past the cleanup margin, so a reader that opened it keeps working.
+
+Reuses the index stage's pure functions (rows_for, embed_rows) and maintenance's exact edge
+pass; the caller holds the writer lock, so no run changes the ledger or vault meanwhile.
+"""
+
+import shutil
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from memvault.ids import short_ids
+from memvault.maintenance import rebuild_edges, set_live_index
+from memvault.markdown.tree import article_nodes, conversation_nodes
+from memvault.settings import Settings
+from stores.ledger import Ledger
+from stores.nodes import NodeIndex
+from stores.vault import Vault
+from tasks.index import embed_rows, rows_for
+
+Progress = Callable[[int, int], None]
+BATCH = 256
+
+
+def next_index_uri(settings: Settings) -> str:
+    """A fresh location beside the configured one (never the live one)."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    base = settings.index.uri
+    if base and "://" in base:
+        base = base.rstrip("/")
+        return f"{base[:-6]}-{stamp}.lance" if base.endswith(".lance") else f"{base}-{stamp}"
+    parent = Path(base).expanduser().resolve().parent if base else settings.state_dir
+    return str(parent / f"nodes-{stamp}.lance")
+
+
+def conversation_rows(ledger: Ledger, cids: list[str]) -> list[dict[str, Any]]:
+    """Index rows of these conversations, built as the index stage builds them."""
+    shorts = short_ids(ledger.conversation_ids())
+    rows: list[dict[str, Any]] = []
+    for cid in cids:
+        conv = ledger.conversation(cid)
+        msgs = [(m["native_id"], m["role"], m["text"], m["timestamp"]) for m in ledger.active_thread(cid)
+                if not m["low_value"]]
+        date = conv["started_at"].strftime("%Y-%m-%d") if conv["started_at"] else None
+        tree = conversation_nodes(cid, shorts[cid], conv["title"] or "", date, conv["source"], msgs)
+        rows += rows_for(f"conv:{cid}", "conversation", tree)
+    return rows
+
+
+def all_rows(ledger: Ledger, vault: Vault) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows of every article and every conversation not ignored; and those conversations' ids."""
+    rows: list[dict[str, Any]] = []
+    for path in vault.list_articles():
+        rows += rows_for(path.stem, "article", article_nodes(path.stem, path.read_text(encoding="utf-8")))
+    ignored = set(ledger.ignored_conversation_ids())
+    cids = [c for c in ledger.conversation_ids() if c not in ignored]
+    return rows + conversation_rows(ledger, cids), cids
+
+
+def rebuild_index(settings: Settings, ledger: Ledger, vault: Vault, embedder: Any,
+                  progress: Progress | None = None, log: Any = None) -> dict[str, Any]:
+    """Build a complete new index, then make it the live one; returns counts and both locations."""
+    old = settings.index_uri
+    rows, cids = all_rows(ledger, vault)
+    uri = next_index_uri(settings)
+    try:
+        index = NodeIndex(uri, embedder.name, embedder.dim, create=True)
+        pending = 0
+        for start in range(0, len(rows), BATCH):
+            part = rows[start:start + BATCH]
+            pending += embed_rows(embedder, part, embedder.dim, log)
+            index.upsert(part)
+            if progress:
+                progress(start + len(part), len(rows))
+        edges = rebuild_edges(index, settings.index.similar_threshold, settings.index.max_similar)
+        if rows:
+            index.ensure_fts()
+    except BaseException:
+        # The live index was never touched; drop the half-built one so it cannot be mistaken.
+        if "://" not in uri and Path(uri).exists():
+            shutil.rmtree(uri)
+        raise
+    set_live_index(settings, uri)
+    ledger.mark_indexed(cids)
+    if progress and not rows:
+        progress(0, 0)
+    return {"old_index": old, "new_index": uri, "nodes": index.count(), "pending": pending,
+            "edges": edges["edges_after"], "model": embedder.name}

@@ -1,0 +1,153 @@
+"""Index-stage work for recall quality and scale: contextual message embeddings, exchanges of
+named speakers, the ANN index past a threshold, and folding the access side log."""
+
+import threading
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memvault.markdown.tree import conversation_nodes
+from memvault.recall.access import ACCESS_LOG, append_access, fold_access
+from stores.nodes import NodeIndex
+from tasks.index import context_texts, node_hash, rows_for
+
+DIM = 16
+
+
+def test_named_speakers_get_one_exchange_per_round() -> None:
+    msgs = [("D1:1", "Ann", "Hi Bo!", None), ("D1:2", "Bo", "Hey Ann.", None),
+            ("D1:3", "Ann", "I adopted a dog.", None), ("D1:4", "Bo", "What breed?", None),
+            ("D1:5", "Bo", "Send a photo!", None)]
+    nodes = conversation_nodes("k", "s1", "Chat", "2023-05-08", "locomo", msgs)
+    exchanges = [n for n in nodes if n.kind == "exchange"]
+    assert len(exchanges) == 2
+    assert exchanges[1].text == "Ann: I adopted a dog.\nBo: What breed?\nBo: Send a photo!"
+    assert [n.ref for n in nodes if n.parent == exchanges[1].path] == ["D1:3", "D1:4", "D1:5"]
+
+
+def test_message_embeddings_carry_their_neighbours_and_date() -> None:
+    msgs = [("m1", "user", "How do I rebuild the index?", None), ("m2", "assistant", "Run reindex.", None),
+            ("m3", "user", "Did it work for you?", None), ("m4", "assistant", "Yes, it was fine.", None)]
+    tree = conversation_nodes("k", "abcd", "Reindexing", "2024-05-01", "codex", msgs)
+    contexts = context_texts(tree, 1)
+    m4 = next(n for n in tree if n.ref == "m4")
+    assert contexts[m4.path] == "Reindexing · 2024-05-01\nuser: Did it work for you?\nassistant: Yes, it was fine."
+    rows = {r["ref"]: r for r in rows_for("conv:k", "conversation", tree)}
+    assert rows["m4"]["embed_text"] == contexts[m4.path]
+    assert rows["m4"]["text"] == "assistant: Yes, it was fine."  # what recall shows stays the message
+    # a neighbour's edit re-embeds the message next to it, and only it and its other neighbour
+    edited = [*msgs[:2], ("m3", "user", "Did the rebuild work?", None), msgs[3]]
+    again = {r["ref"]: r for r in rows_for("conv:k", "conversation", conversation_nodes(
+        "k", "abcd", "Reindexing", "2024-05-01", "codex", edited))}
+    changed = {ref for ref in rows if ref and rows[ref]["content_hash"] != again[ref]["content_hash"]}
+    assert changed == {"m2", "m3", "m4"}
+    # context off: the message alone, hashed as before contextual embeddings existed
+    plain = {r["ref"]: r for r in rows_for("conv:k", "conversation", tree, context_turns=0)}
+    assert plain["m4"]["content_hash"] == node_hash(m4)
+
+
+def synthetic_rows(n: int, rng: np.random.Generator, start: int = 0) -> list[dict]:
+    centers = rng.standard_normal((8, DIM))
+    now = datetime(2025, 1, 1)
+    rows = []
+    for i in range(start, start + n):
+        v = centers[i % 8] + 0.3 * rng.standard_normal(DIM)
+        rows.append({"id": f"n{i}", "doc": f"d{i // 10}", "doc_kind": "article", "path": f"/d{i // 10}#p{i}",
+                     "parent": f"n{(i // 10) * 10}" if i % 10 else None, "kind": "paragraph", "title": f"t{i}",
+                     "text": f"word{i % 8} topic{i % 5} note {i}", "ref": None, "ord": i % 10,
+                     "vector": (v / np.linalg.norm(v)).astype(np.float32).tolist(), "pending": False,
+                     "content_hash": str(i), "created_at": now + timedelta(minutes=i), "updated_at": now,
+                     "importance": 0.5, "access": 0})
+    return rows
+
+
+def test_ann_index_is_built_past_the_threshold_and_kept_incremental(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
+    rows = synthetic_rows(300, rng)
+    nodes.upsert(rows)
+    nodes.add_edges([("n1", "n2", 0.8)])
+    assert sorted(nodes.ensure_indexes(ann_threshold=1000)) == ["edges", "fts", "id", "parent"]
+    assert not nodes.has_ann()
+    assert nodes.ensure_indexes(ann_threshold=1000) == []  # nothing new: nothing to do
+    assert nodes.ensure_indexes(ann_threshold=300) == ["ann"]
+    assert nodes.has_ann()
+    # ANN search with re-ranking still finds a stored vector first, and filters still apply
+    target = np.asarray(rows[42]["vector"], dtype=np.float32)
+    assert nodes.vector_search(target, 5)[0]["id"] == "n42"
+    assert all(r["doc"] == "d4" for r in nodes.vector_search(target, 5, where="doc = 'd4'"))
+    # a small write is searched before it is indexed and costs no index rebuild
+    nodes.upsert(synthetic_rows(10, rng, start=300))
+    assert nodes.ensure_indexes(ann_threshold=300) == []
+    assert nodes.fts_search("note 305", 3)[0]["id"] == "n305"
+    new = nodes.get(["n307"], with_vectors=True)[0]
+    assert nodes.vector_search(np.asarray(new["vector"], dtype=np.float32), 3)[0]["id"] == "n307"
+    # past the fold fraction, new rows are folded into the existing indexes
+    nodes.upsert(synthetic_rows(60, rng, start=310))
+    assert nodes.ensure_indexes(ann_threshold=300) == ["fold"]
+    assert nodes.has_ann()
+
+
+def test_access_log_folds_into_counts_and_keeps_appends_made_during_the_fold(tmp_path: Path) -> None:
+    nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
+    nodes.upsert(synthetic_rows(20, np.random.default_rng(5)))
+    log = tmp_path / ACCESS_LOG
+    append_access(log, ["n1", "n2"])
+    append_access(log, ["n1"])
+    with log.open("a") as fh:
+        fh.write("not json\n")
+
+    def apply(counts: dict[str, int]) -> None:
+        append_access(log, ["n3"])  # a recall that lands while the fold runs
+        nodes.add_access(counts)
+
+    assert fold_access(log, apply) == {"nodes": 2, "accesses": 3, "malformed": 1}
+    access = {r["id"]: r["access"] for r in nodes.get(["n1", "n2", "n3"])}
+    assert access == {"n1": 2, "n2": 1, "n3": 0}
+    assert log.read_text().count("n3") == 1  # kept for the next fold
+    assert fold_access(log, nodes.add_access)["accesses"] == 1
+    assert nodes.get(["n3"])[0]["access"] == 1
+    assert not log.exists() and fold_access(log, nodes.add_access)["accesses"] == 0
+
+
+def test_a_failed_fold_is_retried_not_lost(tmp_path: Path) -> None:
+    log = tmp_path / ACCESS_LOG
+    append_access(log, ["a", "b"])
+
+    def broken(counts: dict[str, int]) -> None:
+        raise OSError("index unavailable")
+
+    with pytest.raises(OSError):
+        fold_access(log, broken)
+    append_access(log, ["a"])  # a new log beside the one left to retry
+    seen: list[dict[str, int]] = []
+    fold_access(log, seen.append)
+    fold_access(log, seen.append)
+    assert seen == [{"a": 1, "b": 1}, {"a": 1}]
+
+
+def test_concurrent_appends_and_folds_lose_nothing(tmp_path: Path) -> None:
+    log = tmp_path / ACCESS_LOG
+    total: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def apply(counts: dict[str, int]) -> None:
+        with lock:
+            for k, v in counts.items():
+                total[k] = total.get(k, 0) + v
+
+    def writer(name: str) -> None:
+        for _ in range(300):
+            append_access(log, [name])
+
+    threads = [threading.Thread(target=writer, args=(f"w{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        fold_access(log, apply)
+    for t in threads:
+        t.join()
+    fold_access(log, apply)
+    assert total == {f"w{i}": 300 for i in range(4)}

@@ -1,0 +1,90 @@
+"""Recall-quality additions to scoring: exchange → message and message → sibling lifts,
+explain still adding up, and the turn-level ranking they produce."""
+
+from collections.abc import Mapping
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_candidates, select
+
+NOW = datetime(2025, 1, 1)
+
+
+def check_adds_up(s: Scored) -> None:
+    e = s.explain
+    relevance = max(float(e["base"]), float(e["propagation"]))
+    priors = float(e["importance_prior"]) + float(e["recency_prior"]) + float(e["access_prior"])
+    assert e["relevance"] == pytest.approx(relevance, abs=1e-12)
+    assert float(e["total"]) == pytest.approx(relevance + priors, abs=1e-9)
+    assert s.score == e["total"]
+
+
+def store_lookup(store: dict[str, Candidate], asked: list[list[str]]):
+    def lookup(ids: list[str]) -> Mapping[str, Candidate]:
+        asked.append(sorted(ids))
+        return {i: store[i] for i in ids if i in store}
+    return lookup
+
+
+def test_exchange_lifts_its_messages_and_a_message_its_sibling() -> None:
+    exchange = Candidate("e1", parent="conv", cos=0.8, vector_rank=1, age_days=3, children=["e1/m1", "e1/m2"])
+    question = Candidate("e2/m1", parent="e2", cos=0.7, lexical=4.0, vector_rank=2, fts_rank=1, age_days=3,
+                         siblings=["e2/m2"])
+    store = {i: Candidate(i, age_days=3, text=i) for i in ("e1/m1", "e1/m2", "e2/m2", "e2", "conv")}
+    asked: list[list[str]] = []
+    w = ScoringWeights()
+    scored = {s.id: s for s in score_candidates([exchange, question], store_lookup(store, asked), w, NOW)}
+
+    e_base = float(scored["e1"].explain["base"])
+    for child in ("e1/m1", "e1/m2"):
+        assert scored[child].source == "propagated"
+        assert scored[child].explain["propagated_from"] == "e1"
+        assert scored[child].explain["propagation"] == pytest.approx(e_base * w.child_damping)
+    q_base = float(scored["e2/m1"].explain["base"])
+    answer = scored["e2/m2"]
+    assert answer.explain["propagated_from"] == "e2/m1"
+    assert answer.explain["propagation"] == pytest.approx(q_base * w.sibling_damping)
+    # one batched lookup of the lifted nodes that were not hits
+    assert asked == [["conv", "e1/m1", "e1/m2", "e2", "e2/m2"]]
+    for s in scored.values():
+        check_adds_up(s)
+
+
+def test_lifts_are_one_hop_and_never_beat_a_strong_own_score() -> None:
+    w = ScoringWeights()
+    strong = Candidate("e1/m2", parent="e1", cos=0.95, vector_rank=1, age_days=1)
+    weak_exchange = Candidate("e1", cos=0.2, vector_rank=5, age_days=1, children=["e1/m1", "e1/m2"])
+    store = {"e1/m1": Candidate("e1/m1", age_days=1, siblings=["e1/m3"])}  # siblings of a lifted node: ignored
+    scored = {s.id: s for s in score_candidates([strong, weak_exchange], store_lookup(store, []), w, NOW)}
+    assert scored["e1/m2"].source == "hit"
+    assert scored["e1/m2"].explain["relevance"] == scored["e1/m2"].explain["base"]
+    assert "e1/m3" not in scored  # a lifted node lifts nothing further
+    for s in scored.values():
+        check_adds_up(s)
+
+
+def test_zero_damping_turns_the_lifts_off() -> None:
+    w = ScoringWeights(child_damping=0.0, sibling_damping=0.0)
+    exchange = Candidate("e1", cos=0.8, vector_rank=1, age_days=1, children=["e1/m1"])
+    message = Candidate("e2/m1", cos=0.8, vector_rank=2, age_days=1, siblings=["e2/m2"])
+    store = {i: Candidate(i, age_days=1) for i in ("e1/m1", "e2/m2")}
+    scored = {s.id: s for s in score_candidates([exchange, message], store_lookup(store, []), w, NOW)}
+    assert "e1/m1" not in scored and "e2/m2" not in scored
+
+
+def test_diversity_and_budgets_hold_on_lifted_nodes() -> None:
+    v = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    exchange = Candidate("e1", cos=0.9, vector_rank=1, age_days=1, vector=v, text="x" * 300, chars=300,
+                         children=["e1/m1", "e1/m2"])
+    store = {
+        # a paraphrase of the exchange (cosine 1): dropped by diversity
+        "e1/m1": Candidate("e1/m1", age_days=1, vector=v, text="y" * 300, chars=300),
+        "e1/m2": Candidate("e1/m2", age_days=1, vector=np.array([0.0, 1.0, 0.0], dtype=np.float32),
+                           text="z" * 300, chars=300),
+    }
+    scored = score_candidates([exchange], store_lookup(store, []), ScoringWeights(), NOW)
+    picked = select(scored, max_nodes=5, max_chars=450, max_node_chars=250, diversity=0.88)
+    assert [p.id for p in picked] == ["e1", "e1/m2"]
+    assert sum(p.chars for p in picked) <= 450 and all(p.chars <= 250 for p in picked)

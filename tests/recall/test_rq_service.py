@@ -1,0 +1,58 @@
+"""The recall service over a real index (real MiniLM, real LanceDB): turns lifted through
+their exchange, explain adding up, budgets, and the access log folded by the index code."""
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from memvault.markdown.tree import conversation_nodes
+from memvault.recall.access import ACCESS_LOG, fold_access
+from memvault.recall.service import MemoryService
+from memvault.settings import load_settings
+from stores.nodes import NodeIndex
+from tasks.index import rows_for, write_index
+
+TURNS = [
+    ("D1:1", "Ann", "Guess what, I finally adopted a dog last weekend!"),
+    ("D1:2", "Bo", "No way! What breed did you get?"),
+    ("D1:3", "Ann", "A golden retriever puppy. We named her Maple."),
+    ("D1:4", "Bo", "Maple is a lovely name for a golden retriever."),
+    ("D1:5", "Ann", "I also started pottery classes on Tuesdays."),
+    ("D1:6", "Bo", "Pottery sounds relaxing. I am training for a marathon in October."),
+]
+
+
+@pytest.fixture
+def service(home: Path, embedder) -> MemoryService:
+    settings = load_settings(home)
+    nodes = NodeIndex(settings.index_uri, embedder.name, embedder.dim)
+    when = datetime(2023, 5, 8, 13, 56)
+    msgs = [(dia, who, text, when) for dia, who, text in TURNS]
+    tree = conversation_nodes("chat", "s1", "Ann and Bo", "2023-05-08", "test", msgs)
+    write_index(nodes, embedder, rows_for("conv:chat", "conversation", tree, settings.index.context_turns), [],
+                settings.index)
+    return MemoryService(settings, embedder)
+
+
+def test_recall_ranks_turns_explains_and_logs_access(service: MemoryService) -> None:
+    scored, rows = service._scored("What did Ann name her dog?", service.settings.recall.top_k)
+    turns = [rows[s.id]["ref"] for s in scored if rows[s.id]["kind"] == "message"]
+    assert "D1:3" in turns[:3]  # the answer, among six turns
+    for s in scored:
+        e = s.explain
+        relevance = max(float(e["base"]), float(e["propagation"]))
+        priors = float(e["importance_prior"]) + float(e["recency_prior"]) + float(e["access_prior"])
+        assert float(e["total"]) == pytest.approx(relevance + priors, abs=1e-9)
+    lifted = [s for s in scored if s.source == "propagated" and rows[s.id]["kind"] == "message"]
+    assert lifted and all(s.explain["propagated_from"] in rows for s in lifted)
+
+    out = service.recall("What did Ann name her dog?", max_nodes=3, max_chars=300, max_node_chars=120)
+    assert 0 < len(out["hits"]) <= 3
+    assert sum(len(h["text"]) for h in out["hits"]) <= 300 and all(len(h["text"]) <= 120 for h in out["hits"])
+    log = service.settings.state_dir / ACCESS_LOG
+    assert log.read_text().count('"ids"') == 1
+
+    folded = fold_access(log, service.nodes.add_access)
+    assert folded["accesses"] == len(out["hits"])
+    assert all(r["access"] == 1 for r in service.nodes.get([h["id"] for h in out["hits"]]))

@@ -1,0 +1,56 @@
+"""The real engines on a tiny random-weight llama: its gibberish must never corrupt the vault.
+
+chunk and cluster fall back (reason recorded); synthesize, driven directly on fixed chunks,
+reaches the gate with real model output and is rejected with the article left untouched.
+The `openai` engine runs cluster against a real `mlx_lm.server` serving the same model.
+"""
+
+import pytest
+
+from tasks.chunk import run_chunk
+from tasks.cluster import run_cluster
+from tasks.synthesize import run_synthesize
+from tests.engines.conftest import mlx_server, tiny_model  # noqa: F401  (session fixtures reused)
+from tests.stages.conftest import ScriptedEngine
+
+SMALL = {"chunk": {"max_output_tokens": 48}, "cluster": {"max_output_tokens": 48, "batch_size": 4},
+         "synthesize": {"max_output_tokens": 64, "chunks_per_call": 3, "chunk_prompt_chars": 600}}
+
+
+@pytest.fixture(scope="module")
+def mlx_engine(tiny_model):  # noqa: F811
+    from memvault.engines.mlx import MlxEngine
+
+    engine = MlxEngine(str(tiny_model), temperature=0.0, seed=7)
+    engine.load()
+    return engine
+
+
+def test_mlx_gibberish_falls_back_at_chunk_and_cluster(make_ctx, mlx_engine) -> None:
+    out = run_chunk(make_ctx(mlx_engine, **SMALL))
+    assert out["conversations"] == 3 and out["fallback"] == 3 and out["calls"] == 6
+    assert all(f["reason"] for f in out["fallbacks"])
+    clustered = run_cluster(make_ctx(mlx_engine, **SMALL))
+    assert clustered["fallback"] == clustered["chunks"] > 0 and clustered["calls"] == 2
+    assert mlx_engine.prefix_reuses > 0  # the shared Meta prefix was prefilled once and reused
+
+
+def test_mlx_gibberish_reaches_no_article(make_ctx, mlx_engine) -> None:
+    run_chunk(make_ctx(ScriptedEngine()))
+    run_cluster(make_ctx(ScriptedEngine()))
+    ctx = make_ctx(mlx_engine, **SMALL)
+    out = run_synthesize(ctx)
+    assert out["rejected"] == 1 and out["created"] == 0 and out["calls"] == 2
+    assert not ctx.vault.article_path("Scripted Topic").exists()
+    assert ctx.rejected["Scripted_Topic"] and ctx.vault.talk_path("Scripted Topic").exists()
+    assert ctx.ledger.synthesized_chunks("Scripted Topic") == []
+
+
+def test_openai_engine_against_mlx_lm_server(make_ctx, mlx_server) -> None:  # noqa: F811
+    from memvault.engines.openai import OpenAIEngine
+
+    run_chunk(make_ctx(ScriptedEngine()))
+    with OpenAIEngine(mlx_server, timeout=120, temperature=0.0) as engine:
+        out = run_cluster(make_ctx(engine, **SMALL))
+    assert out["calls"] == 2 and out["fallback"] == out["chunks"] == 3
+    assert all("invalid ClusterReply" in f["reason"] for f in out["fallbacks"])
