@@ -29,7 +29,8 @@ from stores.ledger import Ledger
 JSONL_KINDS = {"claude-code", "codex", "pi"}
 SUFFIXES = {".jsonl", ".json"}
 WINDOW = 64 * 1024
-SLICE_BYTES = 4 * 1024 * 1024
+SLICE_BYTES = 4 * 1024 * 1024  # a slice of a big file: what one parse holds in memory
+BATCH_BYTES = 16 * 1024 * 1024  # small whole files stored and committed together
 PARTIAL = -1  # watermark size of a file ingested part way: never "unchanged", always resumed
 OWN_KEY = "memvault_own"  # state key: conversations of this file that memvault itself made
 TOPICS_KEY = "topics_to_ignore"  # ledger_state key: fingerprint of the list last applied
@@ -87,8 +88,8 @@ def discover(roots: list[tuple[str, Path]]) -> tuple[list[tuple[str, Path]], lis
 
 class _Batches:
     """Stores parsed slices in batches: every ``limit_bytes`` read or ``limit_files`` files,
-    whichever comes first, one upsert of all their conversations, one write of their
-    watermarks, one commit.
+    whichever comes first (and after each slice of a file that goes on), one upsert of all
+    their conversations, one write of their watermarks, one commit.
 
     Stored slices and their watermarks always commit together, so a crash loses at most the
     open batch, which the next run simply reads again. Batching small files matters: per-file
@@ -128,7 +129,9 @@ class _Batches:
             self.done.append(run)
         self.pending_bytes += nbytes
         self.pending_files += file_done
-        if self.pending_bytes >= self.limit_bytes or self.pending_files >= self.limit_files:
+        # A slice of a file that goes on is written at once: a big file never holds more
+        # than one slice in memory. Whole small files wait for a full batch.
+        if not file_done or self.pending_bytes >= self.limit_bytes or self.pending_files >= self.limit_files:
             try:
                 self.flush()
             except (OSError, UnicodeError, ValueError) as exc:
@@ -341,7 +344,7 @@ def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]]
     marks = ledger.watermarks()  # one query, so an unchanged file costs only its stat
     if progress is not None:
         progress.begin(len(files), sum(sizes))
-    with _fewer_gc_passes(), ledger.bulk_load(), _Batches(ledger, result, slice_bytes, pattern=pattern) as batches:
+    with _fewer_gc_passes(), ledger.bulk_load(), _Batches(ledger, result, max(slice_bytes, BATCH_BYTES), pattern=pattern) as batches:
         folders: dict[Path, Path] = {}
         for (kind, path), size in zip(files, sizes):
             _ingest_one(ledger, settings, result, batches, marks, kind, path, size, progress, slice_bytes, folders)

@@ -19,17 +19,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+# orjson: a C parser several times faster than the stdlib's; only ever a fast path (see the loop).
+from orjson import JSONDecodeError as _FastError
+from orjson import loads as _fast_loads
+
 from memvault.models import Conversation, LineError
 from memvault.sources.base import ParseResult
 
 BINARY_SNIFF_BYTES = 8192
 _COUNT_CHUNK = 1 << 20
 
-try:  # a C parser several times faster than the stdlib's; only ever a fast path (see the loop)
-    from orjson import JSONDecodeError as _FastError
-    from orjson import loads as _fast_loads
-except ImportError:  # pragma: no cover - orjson comes with Prefect; without it every line takes the slow path
-    _fast_loads, _FastError = None, ValueError
 
 
 def _fast_parse(raw: bytes) -> Any:
@@ -39,8 +38,6 @@ def _fast_parse(raw: bytes) -> Any:
     surrogate, NaN, a huge integer) goes the stdlib way, which accepts what it always did and
     words each error as before; a line that is JSON ``null`` simply takes that path too.
     """
-    if _fast_loads is None:
-        return None
     try:
         return _fast_loads(raw)
     except _FastError:
