@@ -127,7 +127,7 @@ class IndexSettings(BaseModel):
         default=5, description="ANN candidates re-ranked at full precision, as a multiple of the candidates asked"
     )
     context_turns: int = Field(
-        default=1, description="Turns before and after a message embedded with it (0: the message alone)"
+        default=1, description="Turns before and after a message embedded and full-text indexed with it (0: the message alone)"
     )
     cleanup_after_hours: float = Field(
         default=24.0, description="Maintenance deletes index versions older than this; readers keep working"

@@ -13,6 +13,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, BTree, IvfPq
+from lancedb.query import MultiMatchQuery
 
 from memvault.errors import IndexMismatchError
 
@@ -33,6 +34,9 @@ def node_schema(dim: int) -> pa.Schema:
         pa.field("kind", pa.string()),
         pa.field("title", pa.string()),
         pa.field("text", pa.string()),
+        # What full-text search matches: a message with its neighbouring turns (the window the
+        # index embeds), other nodes their own text. ``text`` stays what recall shows.
+        pa.field("fts_text", pa.string()),
         pa.field("ref", pa.string()),
         pa.field("ord", pa.int32()),
         pa.field("vector", pa.list_(pa.float32(), dim)),
@@ -69,6 +73,11 @@ class NodeIndex:
         self.nodes = self.db.open_table(NODES)
         self.edges = self.db.open_table(EDGES)
         self.meta = self.db.open_table(META)
+        if "fts_text" not in self.nodes.schema.names:
+            raise IndexMismatchError(
+                f"the node index at {uri} predates contextual full-text search (no `fts_text` column) "
+                "— run `memvault reindex`"
+            )
         stored = self.stored_model()
         if stored != model_name:
             raise IndexMismatchError(
@@ -97,7 +106,8 @@ class NodeIndex:
     def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[dict[str, Any]]:
         if not ids:
             return []
-        cols = LIGHT_COLUMNS + (["vector"] if with_vectors else [])
+        # Full nodes, with what full text matches, so a rewrite (a pending retry) keeps it.
+        cols = LIGHT_COLUMNS + ["fts_text"] + (["vector"] if with_vectors else [])
         where = "id IN (" + ", ".join(_quote(i) for i in ids) + ")"
         rows = self.nodes.search().where(where).select(cols).limit(len(ids)).to_list()
         order = {i: n for n, i in enumerate(ids)}
@@ -139,8 +149,12 @@ class NodeIndex:
     def fts_search(self, query: str, k: int) -> list[dict[str, Any]]:
         if not query.strip():
             return []
+        # BM25 over the node's own text plus its context window (``fts_text``), summed: a
+        # neighbour's words can find a turn, but a turn's own words count twice (a boost on
+        # ``text`` beyond that measured worse: the window carries more than the turn alone).
         try:
-            return self.nodes.search(query, query_type="fts", fts_columns="text").select(LIGHT_COLUMNS + ["vector", "_score"]).limit(k).to_list()
+            q = self.nodes.search(MultiMatchQuery(query, ["text", "fts_text"]), query_type="fts")
+            return q.select(LIGHT_COLUMNS + ["vector", "_score"]).limit(k).to_list()
         except (ValueError, RuntimeError, OSError):
             # No FTS index yet (an empty index), or a query the tokenizer rejects.
             return []
@@ -164,6 +178,9 @@ class NodeIndex:
     # -- writes ---------------------------------------------------------------------------------
     def upsert(self, rows: list[dict[str, Any]]) -> None:
         if rows:
+            # Rows built elsewhere (tests, the latency bench) may omit it: full text then
+            # matches the node's own text.
+            rows = [r if r.get("fts_text") else {**r, "fts_text": r.get("text")} for r in rows]
             (self.nodes.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=self.nodes.schema)))
 
@@ -209,7 +226,7 @@ class NodeIndex:
                  for i in edge_indexes.values()):
             self.edges.optimize()
             done.append("fold edges")
-        if ("text",) not in have:
+        if ("text",) not in have or ("fts_text",) not in have:
             self.ensure_fts()
             done.append("fts")
         for column in ("id", "parent"):  # id lookups and merge-insert; children of a hit
@@ -237,8 +254,9 @@ class NodeIndex:
         return any(tuple(i.columns) == ("vector",) for i in self.nodes.list_indices())
 
     def ensure_fts(self) -> None:
-        """(Re)build the full-text index over node text; rows added later are still searched."""
-        self.nodes.create_index("text", config=FTS(with_position=False), replace=True)
+        """(Re)build the full-text indexes over ``text`` and ``fts_text``; rows added later are still searched."""
+        for column in ("text", "fts_text"):
+            self.nodes.create_index(column, config=FTS(with_position=False), replace=True)
 
     def docs_matching(self, predicate: Any, batch: int = 10_000) -> dict[str, int]:
         """Documents with a node whose title or text satisfies ``predicate(text)``: doc → nodes hit."""
@@ -315,6 +333,34 @@ class NodeIndex:
             table.optimize(cleanup_older_than=cleanup_older_than)
             out[name] = len(table.list_versions())
         return out
+
+    # -- recall reads (memvault/recall/service.py) ------------------------------------------------
+    def related(self, ids: Sequence[str], parents: Sequence[str]) -> list[dict[str, Any]]:
+        """Rows (no vectors) of ``ids`` and of every child of ``parents``, in one read.
+
+        Recall lifts parents, children, siblings and `similar` neighbours of its hits; one
+        query for all of them costs one round trip instead of one per kind, and leaving the
+        vectors out (``vectors_of`` reads the few that diversity needs) halves its cost.
+        """
+        terms = []
+        if ids:
+            terms.append("id IN (" + ", ".join(_quote(i) for i in ids) + ")")
+        if parents:
+            terms.append("parent IN (" + ", ".join(_quote(p) for p in parents) + ")")
+        if not terms:
+            return []
+        return self.nodes.search().where(" OR ".join(terms)).select(LIGHT_COLUMNS).limit(1_000_000).to_list()
+
+    def vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors of those of ``ids`` that have one."""
+        if not ids:
+            return {}
+        where = "NOT pending AND id IN (" + ", ".join(_quote(i) for i in ids) + ")"
+        tbl = self.nodes.search().where(where).select(["id", "vector"]).limit(len(ids)).to_arrow()
+        if not tbl.num_rows:
+            return {}
+        vecs = tbl.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        return dict(zip(tbl.column("id").to_pylist(), vecs.reshape(tbl.num_rows, -1).astype(np.float32)))
 
 
 COLD = "cold"

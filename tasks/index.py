@@ -39,8 +39,9 @@ def context_texts(tree: list[TreeNode], turns: int) -> dict[str, str]:
     date, then up to ``turns`` turns before it, the message, and ``turns`` turns after it.
 
     A turn such as "Yes, it was so powerful!" means little alone; embedded with its
-    neighbours and date it is found by the question it answers. The node's stored text (what
-    recall shows and full-text search matches) stays the message alone.
+    neighbours and date it is found by the question it answers. The same window is what
+    full-text search matches (``fts_text``), for questions that paraphrase across turns; the
+    node's stored text (what recall shows) stays the message alone.
     """
     if turns <= 0 or not tree or tree[0].kind != "conversation":
         return {}
@@ -66,6 +67,8 @@ def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int =
 
     ``embed_text`` (not stored) is what gets embedded when it differs from title + text;
     it is part of the content hash, so a message re-embeds when its neighbours change.
+    ``fts_text`` is what full-text search matches: the same window for a message, the
+    node's own text otherwise.
     """
     now = now_utc()
     contexts = context_texts(tree, context_turns)
@@ -77,7 +80,7 @@ def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int =
             "embed_text": embed_text or f"{n.title}\n{n.text}",
             "id": node_id(doc, _stable(n.path)), "doc": doc, "doc_kind": doc_kind, "path": n.path,
             "parent": node_id(doc, _stable(n.parent)) if n.parent else None, "kind": n.kind, "title": n.title,
-            "text": n.text, "ref": n.ref, "ord": n.order, "vector": None, "pending": True,
+            "text": n.text, "fts_text": embed_text or n.text, "ref": n.ref, "ord": n.order, "vector": None, "pending": True,
             "content_hash": node_hash(n, embed_text), "created_at": created.replace(tzinfo=None), "updated_at": now,
             "importance": 0.5 if doc_kind == "article" else 0.3, "access": 0,
         })

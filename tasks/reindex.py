@@ -82,7 +82,8 @@ def rebuild_index(settings: Settings, ledger: Ledger, vault: Vault, embedder: An
                 progress(start + len(part), len(rows))
         edges = rebuild_edges(index, settings.index.similar_threshold, settings.index.max_similar)
         if rows:
-            index.ensure_fts()
+            # The same indexes the index stage keeps: full text, BTrees, and ANN past the threshold.
+            index.ensure_indexes(settings.index.ann_threshold)
     except BaseException:
         # The live index was never touched; drop the half-built one so it cannot be mistaken.
         if "://" not in uri and Path(uri).exists():

@@ -16,7 +16,7 @@ from memvault.markdown.tree import article_nodes
 from memvault.markdown.wikilinks import find_links, link_key
 from memvault.recall.access import ACCESS_LOG, append_access
 from memvault.recall.block import render_block
-from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates, select
+from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_candidates, select
 from memvault.settings import Settings
 from stores.nodes import NodeIndex
 from stores.vault import Vault
@@ -88,15 +88,25 @@ class MemoryService:
             c.lexical, c.fts_rank = float(row["_score"]), rank
             if c.cos is None and c.vector is not None:
                 c.cos = float(c.vector @ qv)
-        edges = _POOL.submit(self.nodes.neighbours, list(cands))
+        # One read of the edges, then one read of every node a hit can lift (parents,
+        # `similar` neighbours, the messages of exchange hits and of message hits' exchanges)
+        # without vectors: two round trips instead of one per kind. `select` reads the
+        # vectors of the few lifted nodes that it considers (`_select`).
+        edges = self.nodes.neighbours(list(cands))
+        for edge in edges:
+            cands[edge["src"]].similar.append((edge["dst"], float(edge["sim"])))
         # An exchange hit lifts its messages and a message hit the other messages of its
         # exchange, so the answer is found through the turn that holds the question's other
         # half (each turn still ranks on its own; nothing stands for the turns inside it).
-        exchanges = [i for i, r in rows.items() if r["kind"] == "exchange"]
-        parents = {r["parent"] for r in rows.values() if r["kind"] == "message" and r["parent"]}
-        kids = self.nodes.children(sorted(set(exchanges) | parents))
-        for edge in edges.result():
-            cands[edge["src"]].similar.append((edge["dst"], float(edge["sim"])))
+        exchanges = {i for i, r in rows.items() if r["kind"] == "exchange"}
+        kid_parents = exchanges | {r["parent"] for r in rows.values() if r["kind"] == "message" and r["parent"]}
+        wanted = {r["parent"] for r in rows.values() if r["parent"]} | {e["dst"] for e in edges}
+        related: dict[str, dict[str, Any]] = {}
+        kids: dict[str, list[str]] = {}
+        for r in self.nodes.related(sorted(wanted - rows.keys()), sorted(kid_parents)):
+            related[r["id"]] = r
+            if r["parent"] in kid_parents:
+                kids.setdefault(r["parent"], []).append(r["id"])
         for cid, c in cands.items():
             if rows[cid]["kind"] == "exchange":
                 c.children = kids.get(cid, [])
@@ -104,7 +114,10 @@ class MemoryService:
                 c.siblings = [k for k in kids.get(rows[cid]["parent"], []) if k != cid]
 
         def lookup(ids: list[str]) -> dict[str, Candidate]:
-            found = self.nodes.get(ids, with_vectors=True)
+            unread = [i for i in ids if i not in related]
+            for r in self.nodes.related(unread, []) if unread else []:
+                related[r["id"]] = r
+            found = [related[i] for i in ids if i in related]
             for r in found:
                 rows[r["id"]] = r
             return {r["id"]: _candidate(r, []) for r in found}
@@ -126,8 +139,8 @@ class MemoryService:
         """A ``<memory-recall>`` block within the budgets, with every hit's explanation."""
         r = self.settings.recall
         scored, rows = self._scored(query, r.top_k)
-        picked = select(scored, max_nodes=max_nodes or r.max_nodes, max_chars=max_chars or r.max_chars,
-                        max_node_chars=max_node_chars or r.max_node_chars, diversity=r.diversity)
+        picked = self._select(scored, rows, max_nodes or r.max_nodes, max_chars or r.max_chars,
+                              max_node_chars or r.max_node_chars)
         hits = []
         for s in picked:
             row = rows[s.id]
@@ -139,6 +152,26 @@ class MemoryService:
                          "explain": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in s.explain.items()}})
         self._log_access([h["id"] for h in hits])
         return {"query": query, "block": render_block(query, hits), "hits": hits}
+
+    def _select(self, scored: list[Scored], rows: dict[str, dict[str, Any]], max_nodes: int, max_chars: int,
+                max_node_chars: int) -> list[Scored]:
+        """``select`` over the best-scored nodes, reading vectors (for diversity) only for those.
+
+        ``select`` is greedy and stops once ``max_nodes`` or ``max_chars`` is reached, so on a
+        prefix that it does not exhaust it picks exactly what it would pick on the whole list;
+        when it does exhaust one, the prefix doubles.
+        """
+        n = max_nodes * 3
+        while True:
+            head = scored[:n]
+            need = [s.id for s in head if s.candidate.vector is None and not rows[s.id].get("pending")]
+            for nid, vec in self.nodes.vectors_of(need).items() if need else ():
+                next(s for s in head if s.id == nid).candidate.vector = vec
+            picked = select(head, max_nodes=max_nodes, max_chars=max_chars, max_node_chars=max_node_chars,
+                            diversity=self.settings.recall.diversity)
+            if n >= len(scored) or len(picked) >= max_nodes or sum(p.chars for p in picked) >= max_chars:
+                return picked
+            n *= 2
 
     def _log_access(self, ids: list[str]) -> None:
         """Append-only side log, folded into the index by the next run (never a write per query)."""

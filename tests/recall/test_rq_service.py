@@ -38,14 +38,21 @@ def service(home: Path, embedder) -> MemoryService:
 def test_recall_ranks_turns_explains_and_logs_access(service: MemoryService) -> None:
     scored, rows = service._scored("What did Ann name her dog?", service.settings.recall.top_k)
     turns = [rows[s.id]["ref"] for s in scored if rows[s.id]["kind"] == "message"]
-    assert "D1:3" in turns[:3]  # the answer, among six turns
+    # The answer ranks in the top four of six turns and above both turns about something else
+    # (pottery, a marathon); in a chat this short, its one-turn full-text and embedding windows
+    # share most words with its neighbours', so the adoption turn may rank beside it.
+    assert "D1:3" in turns[:4] and set(turns[-2:]) == {"D1:5", "D1:6"}
     for s in scored:
         e = s.explain
         relevance = max(float(e["base"]), float(e["propagation"]))
         priors = float(e["importance_prior"]) + float(e["recency_prior"]) + float(e["access_prior"])
         assert float(e["total"]) == pytest.approx(relevance + priors, abs=1e-9)
-    lifted = [s for s in scored if s.source == "propagated" and rows[s.id]["kind"] == "message"]
-    assert lifted and all(s.explain["propagated_from"] in rows for s in lifted)
+    # Every turn of this six-turn chat matches directly at the default top_k (its full-text
+    # window spans half the chat), so lifting is checked with two candidates per retriever:
+    # turns neither returned are lifted, each naming its source.
+    narrow, narrow_rows = service._scored("What did Ann name her dog?", 2)
+    lifted = [s for s in narrow if s.source == "propagated" and narrow_rows[s.id]["kind"] == "message"]
+    assert lifted and all(s.explain["propagated_from"] in narrow_rows for s in lifted)
 
     out = service.recall("What did Ann name her dog?", max_nodes=3, max_chars=300, max_node_chars=120)
     assert 0 < len(out["hits"]) <= 3
