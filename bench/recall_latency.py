@@ -93,7 +93,6 @@ def make_docs(corpus: Corpus, first_doc: int, n_docs: int, base_time: datetime) 
 
     rows: list[dict[str, Any]] = []
     clusters = corpus.rng.integers(0, len(corpus.centers), size=n_docs)
-    n_docs * EXCHANGES_PER_DOC * MESSAGES_PER_EXCHANGE
     msg_clusters = np.repeat(clusters, EXCHANGES_PER_DOC * MESSAGES_PER_EXCHANGE)
     msg_vecs = corpus.vectors(msg_clusters)
     msg_texts = corpus.texts(msg_clusters)
