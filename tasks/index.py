@@ -95,6 +95,16 @@ def sync_doc(nodes: NodeIndex, doc: str, rows: list[dict[str, Any]]) -> tuple[li
     return changed, [i for i in have if i not in keep]
 
 
+def conversation_rows(ledger: Any, cid: str, short: str, context_turns: int) -> list[dict[str, Any]]:
+    """Index rows of one conversation's active thread (low-value messages left out)."""
+    conv = ledger.conversation(cid)
+    msgs = [(m["native_id"], m["role"], m["text"], m["timestamp"]) for m in ledger.active_thread(cid)
+            if not m["low_value"]]
+    date = conv["started_at"].strftime("%Y-%m-%d") if conv["started_at"] else None
+    tree = conversation_nodes(cid, short, conv["title"] or "", date, conv["source"], msgs)
+    return rows_for(f"conv:{cid}", "conversation", tree, context_turns)
+
+
 def embed_rows(embedder: Any, rows: list[dict[str, Any]], dim: int, log: Any = None) -> int:
     """Fill vectors in place; a failed batch stays pending with a zero vector. Returns failures."""
     failed = 0
@@ -173,12 +183,7 @@ def run_index(ctx: Any, log: Any = None) -> dict[str, Any]:
     todo = ledger.conversations_to_index()
     shorts = short_ids(ledger.conversation_ids())
     for cid in todo:
-        conv = ledger.conversation(cid)
-        msgs = [(m["native_id"], m["role"], m["text"], m["timestamp"]) for m in ledger.active_thread(cid)
-                if not m["low_value"]]
-        date = conv["started_at"].strftime("%Y-%m-%d") if conv["started_at"] else None
-        tree = conversation_nodes(cid, shorts[cid], conv["title"] or "", date, conv["source"], msgs)
-        changed, gone = sync_doc(nodes, f"conv:{cid}", rows_for(f"conv:{cid}", "conversation", tree, settings.context_turns))
+        changed, gone = sync_doc(nodes, f"conv:{cid}", conversation_rows(ledger, cid, shorts[cid], settings.context_turns))
         writes += changed
         deletes += gone
         docs_seen += 1

@@ -19,12 +19,12 @@ from typing import Any
 
 from memvault.ids import short_ids
 from memvault.maintenance import rebuild_edges, set_live_index
-from memvault.markdown.tree import article_nodes, conversation_nodes
+from memvault.markdown.tree import article_nodes
 from memvault.settings import Settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 from stores.vault import Vault
-from tasks.index import embed_rows, rows_for
+from tasks.index import conversation_rows, embed_rows, rows_for
 
 Progress = Callable[[int, int], None]
 BATCH = 256
@@ -41,35 +41,24 @@ def next_index_uri(settings: Settings) -> str:
     return str(parent / f"nodes-{stamp}.lance")
 
 
-def conversation_rows(ledger: Ledger, cids: list[str]) -> list[dict[str, Any]]:
-    """Index rows of these conversations, built as the index stage builds them."""
-    shorts = short_ids(ledger.conversation_ids())
-    rows: list[dict[str, Any]] = []
-    for cid in cids:
-        conv = ledger.conversation(cid)
-        msgs = [(m["native_id"], m["role"], m["text"], m["timestamp"]) for m in ledger.active_thread(cid)
-                if not m["low_value"]]
-        date = conv["started_at"].strftime("%Y-%m-%d") if conv["started_at"] else None
-        tree = conversation_nodes(cid, shorts[cid], conv["title"] or "", date, conv["source"], msgs)
-        rows += rows_for(f"conv:{cid}", "conversation", tree)
-    return rows
-
-
-def all_rows(ledger: Ledger, vault: Vault) -> tuple[list[dict[str, Any]], list[str]]:
+def all_rows(ledger: Ledger, vault: Vault, context_turns: int) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows of every article and every conversation not ignored; and those conversations' ids."""
     rows: list[dict[str, Any]] = []
     for path in vault.list_articles():
         rows += rows_for(path.stem, "article", article_nodes(path.stem, path.read_text(encoding="utf-8")))
     ignored = set(ledger.ignored_conversation_ids())
     cids = [c for c in ledger.conversation_ids() if c not in ignored]
-    return rows + conversation_rows(ledger, cids), cids
+    shorts = short_ids(ledger.conversation_ids())
+    for cid in cids:
+        rows += conversation_rows(ledger, cid, shorts[cid], context_turns)
+    return rows, cids
 
 
 def rebuild_index(settings: Settings, ledger: Ledger, vault: Vault, embedder: Any,
                   progress: Progress | None = None, log: Any = None) -> dict[str, Any]:
     """Build a complete new index, then make it the live one; returns counts and both locations."""
     old = settings.index_uri
-    rows, cids = all_rows(ledger, vault)
+    rows, cids = all_rows(ledger, vault, settings.index.context_turns)
     uri = next_index_uri(settings)
     try:
         index = NodeIndex(uri, embedder.name, embedder.dim, create=True)
