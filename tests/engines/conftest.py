@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.procs import stop
 from tests.tiny_model import build_tiny_llama
 
 SERVER_START_TIMEOUT_S = 60.0
@@ -66,9 +67,4 @@ def mlx_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> It
             time.sleep(0.2)
         yield f"{base}/v1"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc)

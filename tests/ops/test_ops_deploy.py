@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from deployments import deployment_specs, install_root, project
+from tests.procs import stop
 
 pytestmark = pytest.mark.slow
 
@@ -50,11 +51,7 @@ def prefect_server(tmp_path_factory):
             time.sleep(1)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, timeout=30)
         log.close()
 
 

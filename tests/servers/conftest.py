@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.procs import stop
+
 MEMVAULT = str(Path(sys.executable).parent / "memvault")
 
 
@@ -45,10 +47,4 @@ def spawn() -> Iterator:
 
     yield start
     for proc in procs:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        stop(proc)
