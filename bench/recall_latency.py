@@ -3,8 +3,9 @@
 Each size runs in a fresh subprocess (so peak RSS is that size's own). A worker builds an
 index of N nodes — conversations of exchanges and messages, clustered random unit vectors
 (384-d), generated text with per-cluster topic words, one to three `similar` edges per
-message — through the real ``NodeIndex`` (``upsert``, ``add_edges``, ``ensure_indexes``,
-which adds the ANN index past ``index.ann_threshold``), then measures:
+message (in the rows' ``similar`` column, where the index stage keeps them) — through the
+real ``NodeIndex`` (``upsert``, ``ensure_indexes``, which adds the ANN index past
+``index.ann_threshold``), then measures:
 
 - ``p50_ms``/``p95_ms``: ``MemoryService.recall`` (vector ∪ full-text candidates, scoring,
   propagation, budgets, block) with a stub embedder that returns a prepared query vector,
@@ -107,7 +108,7 @@ def make_docs(corpus: Corpus, first_doc: int, n_docs: int, base_time: datetime) 
                     "parent": node_id(doc, parent) if parent else None, "kind": kind, "title": text[:60],
                     "text": text, "ref": None, "ord": order, "vector": corpus._unit(vec).tolist(), "pending": False,
                     "content_hash": node_id(doc, path + text), "created_at": created, "updated_at": created,
-                    "importance": 0.3, "access": 0}
+                    "importance": 0.3, "access": 0, "similar": [], "reply": None}
 
         doc_rows = []
         doc_vecs = msg_vecs[m:m + EXCHANGES_PER_DOC * MESSAGES_PER_EXCHANGE]
@@ -119,25 +120,27 @@ def make_docs(corpus: Corpus, first_doc: int, n_docs: int, base_time: datetime) 
             for k, (t, v) in enumerate(zip(texts, vecs), start=1):
                 doc_rows.append(row(f"/e{e + 1}/m{k}", f"/e{e + 1}", "message", t, v, len(doc_rows)))
             m += MESSAGES_PER_EXCHANGE
+        messages = [r for r in doc_rows if r["kind"] == "message"]
+        for r, nxt in zip(messages, messages[1:]):
+            r["reply"] = nxt["id"]  # as `tasks.index.rows_for` links each turn to the next
         rows += doc_rows
         node_clusters += [int(clusters[d])] * len(doc_rows)
     return rows, np.array(node_clusters)
 
 
-def synthetic_edges(rows: list[dict[str, Any]], clusters: np.ndarray, rng: np.random.Generator) -> list[tuple[str, str, float]]:
-    """One to three `similar` edges per message, to nodes of the same cluster."""
+def synthetic_edges(rows: list[dict[str, Any]], clusters: np.ndarray, rng: np.random.Generator) -> None:
+    """One to three `similar` edges per message, to nodes of the same cluster, set in the
+    rows' ``similar`` column (where ``NodeIndex.add_edges`` keeps them)."""
     by_cluster: dict[int, list[int]] = {}
     for i, c in enumerate(clusters):
         by_cluster.setdefault(int(c), []).append(i)
-    edges = []
     for i, r in enumerate(rows):
         if r["kind"] != "message":
             continue
         mates = by_cluster[int(clusters[i])]
         for j in rng.choice(mates, size=min(len(mates), int(rng.integers(1, 4))), replace=False):
             if j != i:
-                edges.append((r["id"], rows[j]["id"], float(rng.uniform(0.72, 0.9))))
-    return edges
+                r["similar"].append({"id": rows[j]["id"], "sim": float(rng.uniform(0.72, 0.9))})
 
 
 def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[str, Any]:
@@ -170,12 +173,11 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
             matrix[len(ids):len(ids) + len(rows)] = np.asarray([r["vector"] for r in rows], dtype=np.float32)
             ids += [r["id"] for r in rows]
             all_clusters.append(clusters)
-            edges = synthetic_edges(rows, clusters, corpus.rng)
+            synthetic_edges(rows, clusters, corpus.rng)
             started -= time.perf_counter() - gen_start  # data generation is not build time
             if reuse:
                 continue
             nodes.upsert(rows)
-            nodes.add_edges(edges)
             print(f"  {n}: loaded {len(ids)} nodes ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
         built = nodes.ensure_indexes(settings.index.ann_threshold)
         build_s = time.perf_counter() - started

@@ -53,6 +53,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "full-no_child_lift": {"child_damping": 0.0},
     "full-no_structural_lift": {"sibling_damping": 0.0, "child_damping": 0.0, "parent_damping": 0.0},
     "full-no_similar_lift": {"neighbour_damping": 0.0},
+    "full-no_reply_lift": {"reply_damping": 0.0},
     "full-cos_only": {"w_cos": 1.0, "w_lex": 0.0, "w_rrf": 0.0},
     "full-rrf_heavy": {"w_cos": 0.35, "w_lex": 0.20, "w_rrf": 0.45},
 }
@@ -208,9 +209,35 @@ class Tally:
         for k in SESSION_KS:
             self.sums[f"session_R@{k}"] += recall_at(ranked_sessions, gold_sessions, k)
 
+    def merge(self, other: "Tally") -> None:
+        self.sums.update(other.sums)
+        self.n += other.n
+
     def result(self) -> dict[str, float]:
         keys = [f"turn_R@{k}" for k in TURN_KS] + [f"session_R@{k}" for k in SESSION_KS]
         return {k: round(self.sums[k] / self.n, 4) if self.n else 0.0 for k in keys}
+
+
+def sweep_report(sweep: tuple[str, list[float]], per_conversation: dict[str, dict[str, Tally]]) -> dict[str, Any]:
+    """Turn R@10 of each value per conversation, and left-one-conversation-out: for each
+    conversation, the value best on the others, scored on it (a check on unseen data)."""
+    name, values = sweep
+    keys = [f"{name}={v:g}" for v in values]
+
+    def r10(tallies: list[Tally]) -> float:
+        n = sum(t.n for t in tallies)
+        return sum(t.sums["turn_R@10"] for t in tallies) / n if n else 0.0
+
+    out: dict[str, Any] = {"per_conversation": {c: {k: round(r10([t[k]]), 4) for k in keys}
+                                                for c, t in per_conversation.items()}}
+    chosen, held_out = {}, []
+    for conv in per_conversation:
+        others = [t for c, t in per_conversation.items() if c != conv]
+        best = max(keys, key=lambda k: r10([t[k] for t in others])) if others else keys[0]
+        chosen[conv] = best
+        held_out.append(per_conversation[conv][best])
+    out["left_one_out"] = {"chosen": chosen, "turn_R@10": round(r10(held_out), 4)}
+    return out
 
 
 # --- one conversation ---------------------------------------------------------------------
@@ -241,7 +268,8 @@ def turn_ranking(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def run_conversation(sample: dict[str, Any], embedder: CachedEmbedder, tallies: dict[str, Tally],
-                     overrides: dict[str, Any], ablate: bool = False) -> int:
+                     overrides: dict[str, Any], ablate: bool = False,
+                     sweep: tuple[str, list[float]] | None = None) -> int:
     conv = sample["conversation"]
     all_turns = [t for _, _, _, turns in sessions(conv) for t in turns]
     turn_ids = {str(t["dia_id"]) for t in all_turns}
@@ -253,6 +281,8 @@ def run_conversation(sample: dict[str, Any], embedder: CachedEmbedder, tallies: 
         service = MemoryService(settings, embedder)
         base_weights = service.weights()
         variants = {name: base_weights.model_copy(update=change) for name, change in ABLATIONS.items()} if ablate else {}
+        if sweep:
+            variants.update({f"{sweep[0]}={v:g}": base_weights.model_copy(update={sweep[0]: v}) for v in sweep[1]})
         raw_ids = [str(t["dia_id"]) for t in all_turns]
         raw_text = [f"{t.get('speaker')}: {t.get('text')}" for t in all_turns]
         bm25 = BM25(raw_text)
@@ -260,11 +290,12 @@ def run_conversation(sample: dict[str, Any], embedder: CachedEmbedder, tallies: 
         for question, gold in questions:
             scored, rows = service._scored(question, settings.recall.top_k)
             tallies["full"].add(turn_ranking([rows[s.id] for s in scored]), gold)
-            if ablate:
+            if variants:
                 cands, v_rows, lookup = service._candidates(question, settings.recall.top_k)
                 for name, weights in variants.items():
                     v_scored = score_candidates(cands, lookup, weights, datetime.now(timezone.utc))
                     tallies.setdefault(name, Tally()).add(turn_ranking([v_rows[s.id] for s in v_scored]), gold)
+            if ablate:
                 for k in TOP_K_ABLATIONS:
                     k_scored, k_rows = service._scored(question, k)
                     tallies.setdefault(f"full-top_k_{k}", Tally()).add(turn_ranking([k_rows[s.id] for s in k_scored]), gold)
@@ -287,7 +318,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=None, help="pickle file keeping embeddings between runs")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                     help="override a setting for an ablation, e.g. --set recall.top_k=80")
+    ap.add_argument("--sweep", default=None, metavar="WEIGHT=V1,V2,...",
+                    help="score each value of one recall weight (same index and candidates) and report "
+                         "turn R@10 per conversation and left-one-conversation-out, e.g. --sweep reply_damping=0,0.5,0.8")
     args = ap.parse_args(argv)
+    sweep = None
+    if args.sweep:
+        name, _, values = args.sweep.partition("=")
+        sweep = (name.removeprefix("recall."), [float(v) for v in values.split(",")])
 
     overrides: dict[str, dict[str, Any]] = {}
     for item in args.set:
@@ -300,19 +338,34 @@ def main(argv: list[str] | None = None) -> int:
     tallies = {m: Tally() for m in MODES}
     started = time.perf_counter()
     questions = 0
+    per_conversation: dict[str, dict[str, Tally]] = {}
     for sample in data:
-        questions += run_conversation(sample, embedder, tallies, overrides, args.ablate)
+        mine = {m: Tally() for m in MODES}
+        questions += run_conversation(sample, embedder, mine, overrides, args.ablate, sweep)
+        per_conversation[str(sample.get("sample_id"))] = mine
+        for mode, tally in mine.items():
+            tallies.setdefault(mode, Tally()).merge(tally)
         print(f"[{time.perf_counter() - started:6.1f}s] {sample.get('sample_id')}: {questions} questions so far",
               file=sys.stderr)
     embedder.save()
     result = {m: t.result() for m, t in tallies.items()}
+    if sweep:
+        result["sweep"] = sweep_report(sweep, per_conversation)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(f"{questions} questions, {len(data)} conversations, {time.perf_counter() - started:.0f} s")
         print(f"{'mode':<26}" + "".join(f"{k:>13}" for k in result["full"]))
         for mode, figures in result.items():
-            print(f"{mode:<26}" + "".join(f"{v:>13.3f}" for v in figures.values()))
+            if mode != "sweep":
+                print(f"{mode:<26}" + "".join(f"{v:>13.3f}" for v in figures.values()))
+        if sweep:
+            report = result["sweep"]
+            print(f"\nturn R@10 per conversation, sweeping {sweep[0]}")
+            for conv, figures in report["per_conversation"].items():
+                print(f"{conv:<26}" + "".join(f"{k.split('=')[1]:>8}={v:.3f}" for k, v in figures.items()))
+            loo = report["left_one_out"]
+            print(f"left one conversation out: turn R@10 {loo['turn_R@10']:.3f}, chosen {loo['chosen']}")
     return 0
 
 

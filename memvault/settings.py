@@ -157,6 +157,9 @@ class RecallSettings(BaseModel):
     sibling_damping: float = Field(
         default=0.5, description="Share of a message hit's score lifted to the other messages of its exchange"
     )
+    reply_damping: float = Field(
+        default=0.8, description="Share of a message hit's score lifted to the next turn of its conversation (its reply)"
+    )
     diversity: float = Field(default=0.88, description="Drop candidates this similar to a picked node")
 
 

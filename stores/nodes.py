@@ -1,13 +1,21 @@
-"""The node index: LanceDB tables of nodes (with vectors and full text) and `similar` edges.
+"""The node index: a LanceDB table of nodes (with vectors, full text and `similar` edges).
 
 Derived state: rebuildable from the ledger and the vault (`memvault reindex`). Readers in
 other processes open with ``read_consistency_interval=0`` so they see each new commit;
 every write is one LanceDB version, so recall keeps reading the last committed one.
+
+A node's outgoing `similar` edges and the id of the turn that replies to it (``reply``)
+are columns of its own row: a search hit arrives with everything recall lifts from it, so a
+recall is two rounds of reads (the two searches, then the rows they lift), never a third
+for the edges.
 """
 
-from collections.abc import Iterable, Sequence
+import asyncio
+import os
+import threading
+from collections.abc import Coroutine, Iterable, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import lancedb
 import numpy as np
@@ -17,7 +25,40 @@ from lancedb.query import MultiMatchQuery
 
 from memvault.errors import IndexMismatchError
 
-NODES, EDGES, META = "nodes", "edges", "meta"
+NODES, META = "nodes", "meta"
+SIMILAR_TYPE = pa.list_(pa.struct([pa.field("id", pa.string()), pa.field("sim", pa.float32())]))
+
+
+T = TypeVar("T")
+_LOOP: tuple[int, asyncio.AbstractEventLoop] | None = None
+_LOOP_LOCK = threading.Lock()
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on this process's background event loop and wait for its result.
+
+    Recall reads through LanceDB's async API: a query costs about half the fixed overhead of
+    the synchronous builder (which fetches the table schema twice per query), and the two
+    searches of a recall run concurrently without a thread pool. Callable from any thread.
+    """
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP[0] != os.getpid():  # a forked child starts its own loop
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="memvault-lancedb", daemon=True).start()
+            _LOOP = (os.getpid(), loop)
+        loop = _LOOP[1]
+    return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+
+def _optimize(table: Any, older_than: timedelta, **kwargs: Any) -> None:
+    """Compact, fold new rows into the indexes, and delete versions older than ``older_than``.
+
+    LanceDB prunes before it folds (one more commit): a second pass, with nothing left to
+    compact or fold, prunes the version that the fold replaced.
+    """
+    table.optimize(cleanup_older_than=older_than, **kwargs)
+    table.optimize(cleanup_older_than=older_than, **kwargs)
 
 
 def _quote(value: str) -> str:
@@ -46,13 +87,19 @@ def node_schema(dim: int) -> pa.Schema:
         pa.field("updated_at", pa.timestamp("us")),
         pa.field("importance", pa.float32()),
         pa.field("access", pa.int32()),
+        # Outgoing `similar` edges (up to ``index.max_similar``, cosine ≥ the threshold).
+        pa.field("similar", SIMILAR_TYPE),
+        # A message: the id of the next turn of its conversation (the one that answers it).
+        pa.field("reply", pa.string()),
     ])
 
 
-EDGE_SCHEMA = pa.schema([pa.field("src", pa.string()), pa.field("dst", pa.string()), pa.field("sim", pa.float32())])
 META_SCHEMA = pa.schema([pa.field("key", pa.string()), pa.field("value", pa.string())])
 LIGHT_COLUMNS = ["id", "doc", "doc_kind", "path", "parent", "kind", "title", "text", "ref", "ord", "pending",
-                 "content_hash", "created_at", "updated_at", "importance", "access"]
+                 "content_hash", "created_at", "updated_at", "importance", "access", "similar", "reply"]
+# What recall reads of a search hit or a lifted node (scoring, the block, citations).
+RECALL_COLUMNS = ["id", "doc", "path", "parent", "kind", "title", "text", "ref", "ord", "pending", "created_at",
+                  "importance", "access", "similar", "reply"]
 
 
 class NodeIndex:
@@ -66,16 +113,16 @@ class NodeIndex:
             if not create:
                 raise IndexMismatchError(f"no node index at {uri} — run `memvault run` or `memvault reindex`")
             self.db.create_table(NODES, schema=node_schema(dim))
-            self.db.create_table(EDGES, schema=EDGE_SCHEMA)
             self.db.create_table(META, schema=META_SCHEMA).add(
                 [{"key": "embedding_model", "value": model_name}, {"key": "dim", "value": str(dim)}]
             )
         self.nodes = self.db.open_table(NODES)
-        self.edges = self.db.open_table(EDGES)
         self.meta = self.db.open_table(META)
-        if "fts_text" not in self.nodes.schema.names:
+        self._reader: Any = None  # the async handle of the nodes table, opened on first recall
+        missing = [c for c in ("fts_text", "similar", "reply") if c not in self.nodes.schema.names]
+        if missing:
             raise IndexMismatchError(
-                f"the node index at {uri} predates contextual full-text search (no `fts_text` column) "
+                f"the node index at {uri} was built by an older memvault (no `{missing[0]}` column) "
                 "— run `memvault reindex`"
             )
         stored = self.stored_model()
@@ -138,15 +185,16 @@ class NodeIndex:
         return self.nodes.search().where(where).select(["id", "created_at", "vector"]).limit(len(ids)).to_list()
 
     def vector_search(self, vector: np.ndarray, k: int, where: str | None = None,
-                      nprobes: int = 20, refine_factor: int = 5) -> list[dict[str, Any]]:
+                      nprobes: int = 20, refine_factor: int = 5,
+                      columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Cosine top-``k``; exact below the ANN threshold, IVF-PQ with a full-precision
         re-rank of ``k × refine_factor`` rows above it (``nprobes`` partitions searched)."""
         q = self.nodes.search(vector.astype(np.float32), vector_column_name="vector").metric("cosine")
         q = q.where("NOT pending" + (f" AND ({where})" if where else ""), prefilter=True)
         q = q.nprobes(nprobes).refine_factor(refine_factor)
-        return q.select(LIGHT_COLUMNS + ["vector", "_distance"]).limit(k).to_list()
+        return q.select(list(columns or LIGHT_COLUMNS + ["vector"]) + ["_distance"]).limit(k).to_list()
 
-    def fts_search(self, query: str, k: int) -> list[dict[str, Any]]:
+    def fts_search(self, query: str, k: int, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
         if not query.strip():
             return []
         # BM25 over the node's own text plus its context window (``fts_text``), summed: a
@@ -154,7 +202,7 @@ class NodeIndex:
         # ``text`` beyond that measured worse: the window carries more than the turn alone).
         try:
             q = self.nodes.search(MultiMatchQuery(query, ["text", "fts_text"]), query_type="fts")
-            return q.select(LIGHT_COLUMNS + ["vector", "_score"]).limit(k).to_list()
+            return q.select(list(columns or LIGHT_COLUMNS + ["vector"]) + ["_score"]).limit(k).to_list()
         except (ValueError, RuntimeError, OSError):
             # No FTS index yet (an empty index), or a query the tokenizer rejects.
             return []
@@ -169,18 +217,13 @@ class NodeIndex:
             out.setdefault(r["parent"], []).append(r["id"])
         return out
 
-    def neighbours(self, ids: Sequence[str]) -> list[dict[str, Any]]:
-        if not ids:
-            return []
-        where = "src IN (" + ", ".join(_quote(i) for i in ids) + ")"
-        return self.edges.search().where(where).limit(100_000).to_list()
-
     # -- writes ---------------------------------------------------------------------------------
     def upsert(self, rows: list[dict[str, Any]]) -> None:
         if rows:
             # Rows built elsewhere (tests, the latency bench) may omit it: full text then
             # matches the node's own text.
             rows = [r if r.get("fts_text") else {**r, "fts_text": r.get("text")} for r in rows]
+            rows = [r if r.get("similar") is not None else {**r, "similar": []} for r in rows]
             (self.nodes.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=self.nodes.schema)))
 
@@ -190,11 +233,36 @@ class NodeIndex:
             part = ids[start:start + 500]
             where = "(" + ", ".join(_quote(i) for i in part) + ")"
             self.nodes.delete(f"id IN {where}")
-            self.edges.delete(f"src IN {where} OR dst IN {where}")
+        # Edges into deleted nodes stay in their sources' rows until those are rewritten or
+        # maintenance rebuilds the edges; recall skips a neighbour it cannot read.
 
     def add_edges(self, edges: list[tuple[str, str, float]]) -> None:
-        if edges:
-            self.edges.add([{"src": s, "dst": d, "sim": float(w)} for s, d, w in edges])
+        """Add `similar` edges to their sources' rows (one edge per pair: the newest weight)."""
+        if not edges:
+            return
+        by_src: dict[str, dict[str, float]] = {}
+        for src, dst, sim in edges:
+            by_src.setdefault(src, {})[dst] = float(sim)
+        have = self._similar_of(list(by_src))
+        self._write_similar({src: {**have.get(src, {}), **new} for src, new in by_src.items() if src in have})
+
+    def _similar_of(self, ids: Sequence[str]) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for start in range(0, len(ids), 2000):
+            where = "id IN (" + ", ".join(_quote(i) for i in ids[start:start + 2000]) + ")"
+            for r in self.nodes.search().where(where).select(["id", "similar"]).limit(2000).to_list():
+                out[r["id"]] = {e["id"]: float(e["sim"]) for e in r["similar"] or []}
+        return out
+
+    def _write_similar(self, similar: dict[str, dict[str, float]]) -> None:
+        """Set the `similar` column of these rows, in one commit (a partial merge-insert)."""
+        if not similar:
+            return
+        data = pa.Table.from_pylist(
+            [{"id": i, "similar": [{"id": d, "sim": s} for d, s in sorted(e.items(), key=lambda kv: -kv[1])]}
+             for i, e in similar.items()],
+            schema=pa.schema([pa.field("id", pa.string()), pa.field("similar", SIMILAR_TYPE)]))
+        self.nodes.merge_insert("id").when_matched_update_all().execute(data)
 
     def add_access(self, counts: dict[str, int]) -> None:
         """Fold access counts from the side log into the nodes (one write per run, not per query)."""
@@ -217,15 +285,7 @@ class NodeIndex:
         of the indexed rows, otherwise by maintenance — so a small write never costs O(N).
         """
         have = {tuple(i.columns): i for i in self.nodes.list_indices()}
-        edge_indexes = {tuple(i.columns): i for i in self.edges.list_indices()}
         done = []
-        if ("src",) not in edge_indexes and self.edges.count_rows():
-            self.edges.create_index("src", config=BTree(), replace=True)  # neighbours() per query
-            done.append("edges")
-        elif any((i.num_unindexed_rows or 0) > fold_fraction * max(i.num_indexed_rows or 0, 1)
-                 for i in edge_indexes.values()):
-            self.edges.optimize()
-            done.append("fold edges")
         if ("text",) not in have or ("fts_text",) not in have:
             self.ensure_fts()
             done.append("fts")
@@ -283,10 +343,9 @@ class NodeIndex:
         """
         import warnings
 
-        for table in (self.nodes, self.edges):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            _optimize(self.nodes, timedelta(0), delete_unverified=True)
 
     # -- maintenance (memvault/maintenance.py) ----------------------------------------------------
     def vectors(self) -> pa.Table:
@@ -300,13 +359,18 @@ class NodeIndex:
         return set(rows.column("parent").to_pylist())
 
     def all_edges(self) -> list[tuple[str, str, float]]:
-        rows = self.edges.search().limit(100_000_000).to_list()
-        return [(r["src"], r["dst"], float(r["sim"])) for r in rows]
+        tbl = self.nodes.search().select(["id", "similar"]).limit(100_000_000).to_arrow()
+        return [(src, e["id"], float(e["sim"])) for src, out in zip(tbl.column("id").to_pylist(),
+                                                                    tbl.column("similar").to_pylist())
+                for e in out or []]
 
     def replace_edges(self, edges: list[tuple[str, str, float]]) -> None:
         """The whole edge set in one commit: readers see the old set or the new one, never none."""
-        data = pa.Table.from_pylist([{"src": s, "dst": d, "sim": float(w)} for s, d, w in edges], schema=EDGE_SCHEMA)
-        self.edges.add(data, mode="overwrite")
+        new: dict[str, dict[str, float]] = {}
+        for src, dst, sim in edges:
+            new.setdefault(src, {})[dst] = float(sim)
+        ids = self.nodes.search().select(["id"]).limit(100_000_000).to_arrow().column("id").to_pylist()
+        self._write_similar({i: new.get(i, {}) for i in ids})
 
     def cold_ids(self) -> set[str]:
         if COLD not in set(self.db.list_tables().tables):
@@ -330,17 +394,51 @@ class NodeIndex:
         out = {}
         for name in self.db.list_tables().tables:
             table = self.db.open_table(name)
-            table.optimize(cleanup_older_than=cleanup_older_than)
+            _optimize(table, cleanup_older_than)
             out[name] = len(table.list_versions())
         return out
 
     # -- recall reads (memvault/recall/service.py) ------------------------------------------------
+    # Through LanceDB's async API on a background loop (see ``_run``): a recall is two rounds,
+    # the two searches side by side, then one read of every row they lift.
+    def _table(self) -> Any:
+        if self._reader is None:
+            async def open_nodes() -> Any:
+                db = await lancedb.connect_async(self.uri, read_consistency_interval=timedelta(0))
+                return await db.open_table(NODES)
+            self._reader = _run(open_nodes())
+        return self._reader
+
+    def recall_search(self, vector: np.ndarray, query: str, k: int, nprobes: int = 20,
+                      refine_factor: int = 5) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Vector top-``k`` (with ``_distance``) and full-text top-``k`` (with ``_score``),
+        queried concurrently; both with ``RECALL_COLUMNS`` and the vector."""
+        table = self._table()
+        vq = (table.query().nearest_to(vector.astype(np.float32)).distance_type("cosine").where("NOT pending")
+              .nprobes(nprobes).refine_factor(refine_factor).select(RECALL_COLUMNS + ["vector", "_distance"]).limit(k))
+
+        async def fts() -> list[dict[str, Any]]:
+            if not query.strip():
+                return []
+            try:
+                q = table.query().nearest_to_text(MultiMatchQuery(query, ["text", "fts_text"]))
+                return await q.select(RECALL_COLUMNS + ["vector", "_score"]).limit(k).to_list()
+            except (ValueError, RuntimeError, OSError):
+                return []  # no full-text index yet (an empty index), or a query the tokenizer rejects
+
+        async def both() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            vector_rows, fts_rows = await asyncio.gather(vq.to_list(), fts())
+            return vector_rows, fts_rows
+
+        return _run(both())
+
     def related(self, ids: Sequence[str], parents: Sequence[str]) -> list[dict[str, Any]]:
         """Rows (no vectors) of ``ids`` and of every child of ``parents``, in one read.
 
-        Recall lifts parents, children, siblings and `similar` neighbours of its hits; one
-        query for all of them costs one round trip instead of one per kind, and leaving the
-        vectors out (``vectors_of`` reads the few that diversity needs) halves its cost.
+        Recall lifts parents, children, siblings, replies and `similar` neighbours of its
+        hits; one query for all of them costs one round trip instead of one per kind, and
+        leaving the vectors out (``vectors_of`` reads the few that diversity needs) halves
+        its cost.
         """
         terms = []
         if ids:
@@ -349,14 +447,15 @@ class NodeIndex:
             terms.append("parent IN (" + ", ".join(_quote(p) for p in parents) + ")")
         if not terms:
             return []
-        return self.nodes.search().where(" OR ".join(terms)).select(LIGHT_COLUMNS).limit(1_000_000).to_list()
+        query = self._table().query().where(" OR ".join(terms)).select(RECALL_COLUMNS).limit(1_000_000)
+        return _run(query.to_list())
 
     def vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The vectors of those of ``ids`` that have one."""
         if not ids:
             return {}
         where = "NOT pending AND id IN (" + ", ".join(_quote(i) for i in ids) + ")"
-        tbl = self.nodes.search().where(where).select(["id", "vector"]).limit(len(ids)).to_arrow()
+        tbl = _run(self._table().query().where(where).select(["id", "vector"]).limit(len(ids)).to_arrow())
         if not tbl.num_rows:
             return {}
         vecs = tbl.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)

@@ -56,6 +56,19 @@ def context_texts(tree: list[TreeNode], turns: int) -> dict[str, str]:
     return out
 
 
+def replies(tree: list[TreeNode]) -> dict[str, str]:
+    """Path of each message node → path of the next turn (the next message with another
+    native id: the pieces of one long message are one turn). Recall lifts the reply of a
+    turn that matches the query: a matching question is answered by the turn after it."""
+    messages = [n for n in tree if n.kind == "message"]
+    out = {}
+    for i, m in enumerate(messages):
+        nxt = next((n for n in messages[i + 1:] if n.ref != m.ref or n.ref is None), None)
+        if nxt is not None:
+            out[m.path] = nxt.path
+    return out
+
+
 def _stable(path: str) -> str:
     """A conversation path without its `/conv:<short>` root, whose prefix may grow later."""
     return "/" + path.split("/", 2)[2] if path.startswith("/conv:") and path.count("/") > 1 else \
@@ -72,6 +85,7 @@ def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int =
     """
     now = now_utc()
     contexts = context_texts(tree, context_turns)
+    reply = replies(tree)
     out = []
     for n in tree:
         created = n.timestamp if isinstance(n.timestamp, datetime) else now
@@ -83,6 +97,7 @@ def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int =
             "text": n.text, "fts_text": embed_text or n.text, "ref": n.ref, "ord": n.order, "vector": None, "pending": True,
             "content_hash": node_hash(n, embed_text), "created_at": created.replace(tzinfo=None), "updated_at": now,
             "importance": 0.5 if doc_kind == "article" else 0.3, "access": 0,
+            "similar": [], "reply": node_id(doc, _stable(reply[n.path])) if n.path in reply else None,
         })
     return out
 
@@ -154,7 +169,8 @@ def write_index(nodes: NodeIndex, embedder: Any, writes: list[dict[str, Any]], d
     if deletes:
         nodes.delete(deletes)
     if writes:
-        nodes.upsert(writes)
+        # A rewritten node's old edges go with its old row; its new ones are found afresh.
+        nodes.upsert([{**r, "similar": []} for r in writes])
         nodes.add_edges(similar_edges(nodes, writes, settings.similar_threshold, settings.max_similar,
                                       settings.recent_candidates, settings.fts_candidates))
     if writes or deletes:

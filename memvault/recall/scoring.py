@@ -5,13 +5,19 @@ The formula is seed 000 §4:
     base       = (w_cos·cos + w_lex·lexical + w_rrf·RRF) × tier
     propagated = base × 0.55 to the hit's parent, base × 0.55·sim to each similar neighbour,
                  base × 0.55 from an exchange to each of its messages,
-                 base × 0.5 from a message to the other messages of its exchange
+                 base × 0.5 from a message to the other messages of its exchange,
+                 base × 0.8 from a message to the turn that replies to it
     prior      = 0.06·importance + 0.05·exp(-age/45d) + 0.03·log1p(access)/log 8
     score      = max(base, propagated) + prior
 
 Similarity carries most of the weight because RRF alone separates ranks only in the third
 decimal; priors are small on purpose (they break ties, they do not decide); one hop only,
 since two hops decay into noise. Every term lands in ``explain`` and they add up to the score.
+
+The reply lift is the one structural term that moves rankings: when the query matches a
+question asked in a conversation ("what's your best camping memory?"), the answer is the turn
+after it, which often shares few of the query's words. It is damped (0.8) so that the reply
+ranks just below the question that found it, not above direct hits.
 """
 
 import math
@@ -43,6 +49,7 @@ class ScoringWeights(BaseModel):
     neighbour_damping: float = Field(default=0.55, description="Share of a hit's base × similarity passed to a similar node")
     child_damping: float = Field(default=0.55, description="Share of an exchange hit's base passed to each of its messages")
     sibling_damping: float = Field(default=0.5, description="Share of a message hit's base passed to the other messages of its exchange")
+    reply_damping: float = Field(default=0.8, description="Share of a message hit's base passed to the next turn of its conversation (its reply)")
     w_importance: float = Field(default=0.06, description="Weight of the importance prior (importance in [0, 1])")
     w_recency: float = Field(default=0.05, description="Weight of the recency prior exp(-age / recency_days)")
     recency_days: float = Field(default=45, description="Scale in days of the recency prior")
@@ -68,6 +75,8 @@ class Candidate:
     similar: list[tuple[str, float]] = field(default_factory=list)
     children: list[str] = field(default_factory=list)  # filled for exchange hits only
     siblings: list[str] = field(default_factory=list)  # filled for message hits only: same exchange
+    reply: str | None = None  # a message: the next turn of its conversation
+    reply: str | None = None
     vector: np.ndarray | None = None
     chars: int = 0
     text: str = ""
@@ -159,21 +168,22 @@ def score_candidates(
     ages = {cid: _age(c, now) for cid, c in hits.items()}
     bases = {cid: _base(c, max_lex, ages[cid], w) for cid, c in hits.items()}
 
-    lifted: dict[str, tuple[float, str]] = {}  # id -> (best propagation, from which hit)
+    lifted: dict[str, tuple[float, str, str]] = {}  # id -> (best propagation, from which hit, how)
 
-    def offer(target: str | None, value: float, source: str) -> None:
-        if target and target != source and value > lifted.get(target, (0.0, ""))[0]:
-            lifted[target] = (value, source)
+    def offer(target: str | None, value: float, source: str, via: str) -> None:
+        if target and target != source and value > lifted.get(target, (0.0, "", ""))[0]:
+            lifted[target] = (value, source, via)
 
     for cid, c in hits.items():
         base = float(bases[cid]["base"] or 0.0)
-        offer(c.parent, base * w.parent_damping, cid)
+        offer(c.parent, base * w.parent_damping, cid, "parent")
         for neighbour, sim in c.similar:
-            offer(neighbour, base * w.neighbour_damping * max(sim, 0.0), cid)
+            offer(neighbour, base * w.neighbour_damping * max(sim, 0.0), cid, "similar")
         for child in c.children:
-            offer(child, base * w.child_damping, cid)
+            offer(child, base * w.child_damping, cid, "child")
         for sibling in c.siblings:
-            offer(sibling, base * w.sibling_damping, cid)
+            offer(sibling, base * w.sibling_damping, cid, "sibling")
+        offer(c.reply, base * w.reply_damping, cid, "reply")
 
     missing = [nid for nid in lifted if nid not in hits]
     found = by_id_lookup(missing) if missing else {}
@@ -183,7 +193,7 @@ def score_candidates(
     for c in nodes:
         age = ages[c.id] if c.id in hits else _age(c, now)
         terms = bases[c.id] if c.id in hits else _base(Candidate(c.id), 0.0, age, w)  # base 0: not a hit
-        propagation, source = lifted.get(c.id, (0.0, None))
+        propagation, source, via = lifted.get(c.id, (0.0, None, None))
         base = float(terms["base"] or 0.0)
         relevance = max(base, propagation)
         priors = _priors(c, age, w)
@@ -191,6 +201,7 @@ def score_candidates(
         explain = {
             **terms,
             "propagated_from": source,
+            "propagated_via": via,
             "propagation": propagation,
             "relevance": relevance,
             **priors,

@@ -3,7 +3,6 @@ and the article tools. Reads only the node index and the vault; never opens the 
 """
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -23,20 +22,17 @@ from stores.vault import Vault
 
 
 
-def _candidate(row: dict[str, Any], similar: list[tuple[str, float]]) -> Candidate:
+def _candidate(row: dict[str, Any]) -> Candidate:
     vec = row.get("vector")
     ts = row.get("created_at")
     return Candidate(
         id=row["id"], parent=row.get("parent"), importance=float(row.get("importance") or 0.0),
-        access=int(row.get("access") or 0), similar=similar,
+        access=int(row.get("access") or 0), reply=row.get("reply"),
+        similar=[(e["id"], float(e["sim"])) for e in row.get("similar") or []],
         vector=np.asarray(vec, dtype=np.float32) if vec is not None and not row.get("pending") else None,
         chars=len(row.get("text") or ""), text=row.get("text") or "",
         timestamp=ts if isinstance(ts, datetime) else None,
     )
-
-
-# Independent index reads of one query run side by side; threads start on first use.
-_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memvault-recall")
 
 
 class MemoryService:
@@ -59,6 +55,7 @@ class MemoryService:
         return ScoringWeights(w_cos=r.w_cos, w_lex=r.w_lex, w_rrf=r.w_rrf, rrf_k=r.rrf_k,
                               parent_damping=r.parent_damping, neighbour_damping=r.neighbour_damping,
                               child_damping=r.child_damping, sibling_damping=r.sibling_damping,
+                              reply_damping=r.reply_damping,
                               diversity=r.diversity)
 
     # -- search ---------------------------------------------------------------------------
@@ -68,39 +65,39 @@ class MemoryService:
 
     def _candidates(self, query: str, k: int) -> tuple[list[Candidate], dict[str, dict[str, Any]],
                                                        Callable[[list[str]], dict[str, Candidate]]]:
-        """Vector top-k ∪ full-text top-k with their edges and tree relatives, the rows read
-        (grown by ``lookup``), and the lookup for nodes that scoring lifts."""
+        """Vector top-k ∪ full-text top-k with their tree relatives, the rows read (grown by
+        ``lookup``), and the lookup for nodes that scoring lifts.
+
+        Two rounds of reads: the two searches side by side (each hit arrives with its
+        `similar` edges and its reply), then one read of every node a hit can lift — its
+        parent, its `similar` neighbours, the turn that replies to it, the messages of an
+        exchange hit and the other messages of a message hit's exchange. ``_select`` reads
+        the vectors of the few lifted nodes that diversity needs.
+        """
         qv = self.embedder.embed_one(query)
         rows: dict[str, dict[str, Any]] = {}
         cands: dict[str, Candidate] = {}
         ix = self.settings.index
-        # The two searches are independent: run them side by side (LanceDB releases the GIL).
-        vector_hits = _POOL.submit(self.nodes.vector_search, qv, k, nprobes=ix.ann_nprobes,
-                                   refine_factor=ix.ann_refine_factor)
-        fts_hits = self.nodes.fts_search(query, k)
-        for rank, row in enumerate(vector_hits.result(), start=1):
+        vector_hits, fts_hits = self.nodes.recall_search(qv, query, k, nprobes=ix.ann_nprobes,
+                                                         refine_factor=ix.ann_refine_factor)
+        for rank, row in enumerate(vector_hits, start=1):
             rows[row["id"]] = row
-            c = cands.setdefault(row["id"], _candidate(row, []))
+            c = cands.setdefault(row["id"], _candidate(row))
             c.cos, c.vector_rank = 1.0 - float(row["_distance"]), rank
         for rank, row in enumerate(fts_hits, start=1):
             rows.setdefault(row["id"], row)
-            c = cands.setdefault(row["id"], _candidate(row, []))
+            c = cands.setdefault(row["id"], _candidate(row))
             c.lexical, c.fts_rank = float(row["_score"]), rank
             if c.cos is None and c.vector is not None:
                 c.cos = float(c.vector @ qv)
-        # One read of the edges, then one read of every node a hit can lift (parents,
-        # `similar` neighbours, the messages of exchange hits and of message hits' exchanges)
-        # without vectors: two round trips instead of one per kind. `select` reads the
-        # vectors of the few lifted nodes that it considers (`_select`).
-        edges = self.nodes.neighbours(list(cands))
-        for edge in edges:
-            cands[edge["src"]].similar.append((edge["dst"], float(edge["sim"])))
         # An exchange hit lifts its messages and a message hit the other messages of its
-        # exchange, so the answer is found through the turn that holds the question's other
-        # half (each turn still ranks on its own; nothing stands for the turns inside it).
+        # exchange and the turn that replies to it, so the answer is found through the turn
+        # that holds the question (each turn still ranks on its own; nothing stands for the
+        # turns inside it).
         exchanges = {i for i, r in rows.items() if r["kind"] == "exchange"}
         kid_parents = exchanges | {r["parent"] for r in rows.values() if r["kind"] == "message" and r["parent"]}
-        wanted = {r["parent"] for r in rows.values() if r["parent"]} | {e["dst"] for e in edges}
+        wanted = {r["parent"] for r in rows.values() if r["parent"]} | {r["reply"] for r in rows.values() if r["reply"]}
+        wanted |= {dst for c in cands.values() for dst, _ in c.similar}
         related: dict[str, dict[str, Any]] = {}
         kids: dict[str, list[str]] = {}
         for r in self.nodes.related(sorted(wanted - rows.keys()), sorted(kid_parents)):
@@ -120,7 +117,7 @@ class MemoryService:
             found = [related[i] for i in ids if i in related]
             for r in found:
                 rows[r["id"]] = r
-            return {r["id"]: _candidate(r, []) for r in found}
+            return {r["id"]: _candidate(r) for r in found}
 
         return list(cands.values()), rows, lookup
 

@@ -69,7 +69,8 @@ def test_ann_index_is_built_past_the_threshold_and_kept_incremental(tmp_path: Pa
     rows = synthetic_rows(300, rng)
     nodes.upsert(rows)
     nodes.add_edges([("n1", "n2", 0.8)])
-    assert sorted(nodes.ensure_indexes(ann_threshold=1000)) == ["edges", "fts", "id", "parent"]
+    assert [(s, d, round(w, 3)) for s, d, w in nodes.all_edges()] == [("n1", "n2", 0.8)]  # kept in n1's row
+    assert sorted(nodes.ensure_indexes(ann_threshold=1000)) == ["fts", "id", "parent"]
     assert not nodes.has_ann()
     assert nodes.ensure_indexes(ann_threshold=1000) == []  # nothing new: nothing to do
     assert nodes.ensure_indexes(ann_threshold=300) == ["ann"]
@@ -151,3 +152,21 @@ def test_concurrent_appends_and_folds_lose_nothing(tmp_path: Path) -> None:
         t.join()
     fold_access(log, apply)
     assert total == {f"w{i}": 300 for i in range(4)}
+
+
+def test_each_turn_names_the_turn_that_replies_to_it() -> None:
+    long_turn = "This one is long. " * 80  # split into pieces: still one turn
+    msgs = [("D1:1", "Ann", "Hi Bo, what's your best camping memory?", None), ("D1:2", "Bo", long_turn, None),
+            ("D1:3", "Ann", "Wow.", None)]
+    tree = conversation_nodes("k", "s1", "Chat", "2023-05-08", "test", msgs)
+    rows = rows_for("conv:k", "conversation", tree)
+    by_ref: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["kind"] == "message":
+            by_ref.setdefault(r["ref"], []).append(r)
+    assert len(by_ref["D1:2"]) > 1
+    first = {ref: pieces[0]["id"] for ref, pieces in by_ref.items()}
+    assert by_ref["D1:1"][0]["reply"] == first["D1:2"]
+    assert all(p["reply"] == first["D1:3"] for p in by_ref["D1:2"])  # every piece: the next turn
+    assert by_ref["D1:3"][0]["reply"] is None
+    assert all(r["reply"] is None for r in rows if r["kind"] != "message")

@@ -88,3 +88,36 @@ def test_diversity_and_budgets_hold_on_lifted_nodes() -> None:
     picked = select(scored, max_nodes=5, max_chars=450, max_node_chars=250, diversity=0.88)
     assert [p.id for p in picked] == ["e1", "e1/m2"]
     assert sum(p.chars for p in picked) <= 450 and all(p.chars <= 250 for p in picked)
+
+
+def test_a_message_lifts_the_turn_that_replies_to_it_across_exchanges() -> None:
+    # "e2/m2" asks; the answer opens the next exchange, so it is no sibling: the reply lift finds it
+    question = Candidate("e2/m2", parent="e2", cos=0.7, lexical=4.0, vector_rank=1, fts_rank=1, age_days=3,
+                         siblings=["e2/m1"], reply="e3/m1")
+    store = {i: Candidate(i, age_days=3, text=i) for i in ("e2/m1", "e3/m1", "e2")}
+    w = ScoringWeights()
+    scored = {s.id: s for s in score_candidates([question], store_lookup(store, []), w, NOW)}
+    q_base = float(scored["e2/m2"].explain["base"])
+    answer = scored["e3/m1"]
+    assert answer.source == "propagated"
+    assert answer.explain["propagated_from"] == "e2/m2" and answer.explain["propagated_via"] == "reply"
+    assert answer.explain["propagation"] == pytest.approx(q_base * w.reply_damping)
+    assert scored["e2/m1"].explain["propagated_via"] == "sibling"
+    # the reply ranks right below the question that found it, above the question's sibling
+    ranked = sorted(scored.values(), key=lambda s: -s.score)
+    assert [s.id for s in ranked][:2] == ["e2/m2", "e3/m1"]
+    assert answer.score > scored["e2/m1"].score
+    for s in scored.values():
+        check_adds_up(s)
+
+
+def test_a_reply_that_is_also_a_sibling_takes_the_larger_lift_and_zero_turns_it_off() -> None:
+    question = Candidate("e1/m1", parent="e1", cos=0.7, vector_rank=1, age_days=3, siblings=["e1/m2"], reply="e1/m2")
+    store = {i: Candidate(i, age_days=3) for i in ("e1/m2", "e1")}
+    w = ScoringWeights()
+    scored = {s.id: s for s in score_candidates([question], store_lookup(store, []), w, NOW)}
+    assert scored["e1/m2"].explain["propagated_via"] == "reply"
+    assert scored["e1/m2"].explain["propagation"] == pytest.approx(float(scored["e1/m1"].explain["base"]) * w.reply_damping)
+    off = ScoringWeights(reply_damping=0.0)
+    scored = {s.id: s for s in score_candidates([question], store_lookup(store, []), off, NOW)}
+    assert scored["e1/m2"].explain["propagated_via"] == "sibling"

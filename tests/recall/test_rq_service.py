@@ -63,3 +63,36 @@ def test_recall_ranks_turns_explains_and_logs_access(service: MemoryService) -> 
     folded = fold_access(log, service.nodes.add_access)
     assert folded["accesses"] == len(out["hits"])
     assert all(r["access"] == 1 for r in service.nodes.get([h["id"] for h in out["hits"]]))
+
+
+CAMPING = [
+    ("D2:1", "Ann", "We went to the lake again this summer."),
+    ("D2:2", "Bo", "Nice! What's your best camping memory?"),
+    ("D2:3", "Ann", "Lying under a clear sky watching the Perseid meteor shower with the kids."),
+    ("D2:4", "Bo", "I am repainting the kitchen this weekend."),
+]
+
+
+def camping_service(home: Path, embedder, reply_damping: float) -> MemoryService:
+    # Turns embedded alone (no context window), so the answer shares nothing with the query
+    # and only the question turn is found directly.
+    settings = load_settings(home, index={"context_turns": 0}, recall={"reply_damping": reply_damping})
+    nodes = NodeIndex(settings.index_uri, embedder.name, embedder.dim)
+    msgs = [(dia, who, text, datetime(2023, 8, 20)) for dia, who, text in CAMPING]
+    tree = conversation_nodes("lake", "s2", "Ann and Bo", "2023-08-20", "test", msgs)
+    write_index(nodes, embedder, rows_for("conv:lake", "conversation", tree, 0), [], settings.index)
+    return MemoryService(settings, embedder)
+
+
+def test_the_turn_that_answers_a_matching_question_is_lifted(home: Path, embedder) -> None:
+    service = camping_service(home, embedder, reply_damping=0.8)
+    scored, rows = service._scored("best camping memory", 1)
+    by_ref = {rows[s.id]["ref"]: s for s in scored if rows[s.id]["kind"] == "message"}
+    question, answer = by_ref["D2:2"], by_ref["D2:3"]
+    assert question.source == "hit"
+    assert answer.source == "propagated" and answer.explain["propagated_via"] == "reply"
+    assert answer.explain["propagated_from"] == question.id
+    # the answer opens the next exchange: without the reply lift, nothing reaches it
+    off = camping_service(home, embedder, reply_damping=0.0)
+    scored, rows = off._scored("best camping memory", 1)
+    assert "D2:3" not in [rows[s.id]["ref"] for s in scored if s.source == "propagated"]
