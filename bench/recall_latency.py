@@ -108,7 +108,7 @@ def make_docs(corpus: Corpus, first_doc: int, n_docs: int, base_time: datetime) 
                     "parent": node_id(doc, parent) if parent else None, "kind": kind, "title": text[:60],
                     "text": text, "ref": None, "ord": order, "vector": corpus._unit(vec).tolist(), "pending": False,
                     "content_hash": node_id(doc, path + text), "created_at": created, "updated_at": created,
-                    "importance": 0.3, "access": 0, "similar": [], "reply": None}
+                    "importance": 0.3, "access": 0, "similar": [], "reply": None, "kin": []}
 
         doc_rows = []
         doc_vecs = msg_vecs[m:m + EXCHANGES_PER_DOC * MESSAGES_PER_EXCHANGE]
@@ -120,9 +120,16 @@ def make_docs(corpus: Corpus, first_doc: int, n_docs: int, base_time: datetime) 
             for k, (t, v) in enumerate(zip(texts, vecs), start=1):
                 doc_rows.append(row(f"/e{e + 1}/m{k}", f"/e{e + 1}", "message", t, v, len(doc_rows)))
             m += MESSAGES_PER_EXCHANGE
+        # Links as `tasks.index.rows_for` makes them: each turn to the next, an exchange to its
+        # messages, a message to the other messages of its exchange.
         messages = [r for r in doc_rows if r["kind"] == "message"]
         for r, nxt in zip(messages, messages[1:]):
-            r["reply"] = nxt["id"]  # as `tasks.index.rows_for` links each turn to the next
+            r["reply"] = nxt["id"]
+        for r in doc_rows:
+            if r["kind"] == "exchange":
+                r["kin"] = [m["id"] for m in messages if m["parent"] == r["id"]]
+        for msg in messages:
+            msg["kin"] = [o["id"] for o in messages if o["parent"] == msg["parent"] and o is not msg]
         rows += doc_rows
         node_clusters += [int(clusters[d])] * len(doc_rows)
     return rows, np.array(node_clusters)

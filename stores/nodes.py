@@ -4,10 +4,10 @@ Derived state: rebuildable from the ledger and the vault (`memvault reindex`). R
 other processes open with ``read_consistency_interval=0`` so they see each new commit;
 every write is one LanceDB version, so recall keeps reading the last committed one.
 
-A node's outgoing `similar` edges and the id of the turn that replies to it (``reply``)
-are columns of its own row: a search hit arrives with everything recall lifts from it, so a
-recall is two rounds of reads (the two searches, then the rows they lift), never a third
-for the edges.
+A node's outgoing `similar` edges, the id of the turn that replies to it (``reply``) and
+its exchange's other messages (``kin``) are columns of its own row: a search hit arrives
+with the id of everything recall lifts from it, so a recall is two rounds of reads (the two
+searches, then the few lifted rows that can still rank), never one per kind of relative.
 """
 
 import asyncio
@@ -91,15 +91,37 @@ def node_schema(dim: int) -> pa.Schema:
         pa.field("similar", SIMILAR_TYPE),
         # A message: the id of the next turn of its conversation (the one that answers it).
         pa.field("reply", pa.string()),
+        # An exchange: its messages; a message: the other messages of its exchange.
+        pa.field("kin", pa.list_(pa.string())),
     ])
 
 
 META_SCHEMA = pa.schema([pa.field("key", pa.string()), pa.field("value", pa.string())])
 LIGHT_COLUMNS = ["id", "doc", "doc_kind", "path", "parent", "kind", "title", "text", "ref", "ord", "pending",
-                 "content_hash", "created_at", "updated_at", "importance", "access", "similar", "reply"]
-# What recall reads of a search hit or a lifted node (scoring, the block, citations).
-RECALL_COLUMNS = ["id", "doc", "path", "parent", "kind", "title", "text", "ref", "ord", "pending", "created_at",
-                  "importance", "access", "similar", "reply"]
+                 "content_hash", "created_at", "updated_at", "importance", "access", "similar", "reply", "kin"]
+# What recall reads of a search hit: scoring, what it lifts, the block and citations. Every
+# column costs about half a millisecond per read, so a lifted node (which lifts nothing
+# further) is read without its links.
+LIFTED_COLUMNS = ["id", "doc", "path", "kind", "title", "text", "ref", "pending", "created_at", "importance", "access"]
+RECALL_COLUMNS = [*LIFTED_COLUMNS, "parent", "similar", "reply", "kin"]
+
+
+def _records(table: pa.Table) -> list[dict[str, Any]]:
+    """Rows of an Arrow result, the vector column as float32 numpy rows (a Python list of 384
+    floats per row costs more than the read)."""
+    if "vector" not in table.column_names:
+        return table.to_pylist()
+    vectors = table.column("vector").combine_chunks()
+    dim = vectors.type.list_size
+    flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    if len(flat) == len(vectors) * dim:
+        matrix: Any = flat.reshape(-1, dim)
+    else:  # rows without a vector (cold nodes) leave the flattened array short
+        matrix = [v.values.to_numpy(zero_copy_only=False).astype(np.float32) if v.is_valid else None for v in vectors]
+    rows = table.drop_columns(["vector"]).to_pylist()
+    for row, vector in zip(rows, matrix):
+        row["vector"] = vector
+    return rows
 
 
 class NodeIndex:
@@ -119,7 +141,7 @@ class NodeIndex:
         self.nodes = self.db.open_table(NODES)
         self.meta = self.db.open_table(META)
         self._reader: Any = None  # the async handle of the nodes table, opened on first recall
-        missing = [c for c in ("fts_text", "similar", "reply") if c not in self.nodes.schema.names]
+        missing = [c for c in ("fts_text", "similar", "reply", "kin") if c not in self.nodes.schema.names]
         if missing:
             raise IndexMismatchError(
                 f"the node index at {uri} was built by an older memvault (no `{missing[0]}` column) "
@@ -185,16 +207,15 @@ class NodeIndex:
         return self.nodes.search().where(where).select(["id", "created_at", "vector"]).limit(len(ids)).to_list()
 
     def vector_search(self, vector: np.ndarray, k: int, where: str | None = None,
-                      nprobes: int = 20, refine_factor: int = 5,
-                      columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+                      nprobes: int = 20, refine_factor: int = 5) -> list[dict[str, Any]]:
         """Cosine top-``k``; exact below the ANN threshold, IVF-PQ with a full-precision
         re-rank of ``k × refine_factor`` rows above it (``nprobes`` partitions searched)."""
         q = self.nodes.search(vector.astype(np.float32), vector_column_name="vector").metric("cosine")
         q = q.where("NOT pending" + (f" AND ({where})" if where else ""), prefilter=True)
         q = q.nprobes(nprobes).refine_factor(refine_factor)
-        return q.select(list(columns or LIGHT_COLUMNS + ["vector"]) + ["_distance"]).limit(k).to_list()
+        return q.select(LIGHT_COLUMNS + ["vector", "_distance"]).limit(k).to_list()
 
-    def fts_search(self, query: str, k: int, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    def fts_search(self, query: str, k: int) -> list[dict[str, Any]]:
         if not query.strip():
             return []
         # BM25 over the node's own text plus its context window (``fts_text``), summed: a
@@ -202,7 +223,7 @@ class NodeIndex:
         # ``text`` beyond that measured worse: the window carries more than the turn alone).
         try:
             q = self.nodes.search(MultiMatchQuery(query, ["text", "fts_text"]), query_type="fts")
-            return q.select(list(columns or LIGHT_COLUMNS + ["vector"]) + ["_score"]).limit(k).to_list()
+            return q.select(LIGHT_COLUMNS + ["vector", "_score"]).limit(k).to_list()
         except (ValueError, RuntimeError, OSError):
             # No FTS index yet (an empty index), or a query the tokenizer rejects.
             return []
@@ -223,7 +244,7 @@ class NodeIndex:
             # Rows built elsewhere (tests, the latency bench) may omit it: full text then
             # matches the node's own text.
             rows = [r if r.get("fts_text") else {**r, "fts_text": r.get("text")} for r in rows]
-            rows = [r if r.get("similar") is not None else {**r, "similar": []} for r in rows]
+            rows = [{**r, "similar": r.get("similar") or [], "kin": r.get("kin") or []} for r in rows]
             (self.nodes.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=self.nodes.schema)))
 
@@ -400,7 +421,7 @@ class NodeIndex:
 
     # -- recall reads (memvault/recall/service.py) ------------------------------------------------
     # Through LanceDB's async API on a background loop (see ``_run``): a recall is two rounds,
-    # the two searches side by side, then one read of every row they lift.
+    # the two searches side by side, then one read of the lifted rows that can still rank.
     def _table(self) -> Any:
         if self._reader is None:
             async def open_nodes() -> Any:
@@ -414,52 +435,35 @@ class NodeIndex:
         """Vector top-``k`` (with ``_distance``) and full-text top-``k`` (with ``_score``),
         queried concurrently; both with ``RECALL_COLUMNS`` and the vector."""
         table = self._table()
-        vq = (table.query().nearest_to(vector.astype(np.float32)).distance_type("cosine").where("NOT pending")
-              .nprobes(nprobes).refine_factor(refine_factor).select(RECALL_COLUMNS + ["vector", "_distance"]).limit(k))
+        # No "NOT pending" prefilter: it scans the whole `pending` column per query (3–5 ms at
+        # 100k nodes, ten times that at 1M). Pending nodes hold a zero or no vector, which
+        # cosine search never returns; a pending row that slips through is dropped below.
+        vq = table.query().nearest_to(vector.astype(np.float32)).distance_type("cosine")
+        vq = (vq.nprobes(nprobes).refine_factor(refine_factor).select(RECALL_COLUMNS + ["vector", "_distance"]).limit(k))
 
         async def fts() -> list[dict[str, Any]]:
             if not query.strip():
                 return []
             try:
                 q = table.query().nearest_to_text(MultiMatchQuery(query, ["text", "fts_text"]))
-                return await q.select(RECALL_COLUMNS + ["vector", "_score"]).limit(k).to_list()
+                return _records(await q.select(RECALL_COLUMNS + ["vector", "_score"]).limit(k).to_arrow())
             except (ValueError, RuntimeError, OSError):
                 return []  # no full-text index yet (an empty index), or a query the tokenizer rejects
 
         async def both() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-            vector_rows, fts_rows = await asyncio.gather(vq.to_list(), fts())
-            return vector_rows, fts_rows
+            vector_rows, fts_rows = await asyncio.gather(vq.to_arrow(), fts())
+            return [r for r in _records(vector_rows) if not r["pending"]], fts_rows
 
         return _run(both())
 
-    def related(self, ids: Sequence[str], parents: Sequence[str]) -> list[dict[str, Any]]:
-        """Rows (no vectors) of ``ids`` and of every child of ``parents``, in one read.
-
-        Recall lifts parents, children, siblings, replies and `similar` neighbours of its
-        hits; one query for all of them costs one round trip instead of one per kind, and
-        leaving the vectors out (``vectors_of`` reads the few that diversity needs) halves
-        its cost.
-        """
-        terms = []
-        if ids:
-            terms.append("id IN (" + ", ".join(_quote(i) for i in ids) + ")")
-        if parents:
-            terms.append("parent IN (" + ", ".join(_quote(p) for p in parents) + ")")
-        if not terms:
-            return []
-        query = self._table().query().where(" OR ".join(terms)).select(RECALL_COLUMNS).limit(1_000_000)
-        return _run(query.to_list())
-
-    def vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """The vectors of those of ``ids`` that have one."""
+    def rows_of(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """``LIFTED_COLUMNS`` and the vector of each of ``ids`` that exists, in one read (the
+        nodes that recall lifts and that can still rank; deleted ones are simply absent)."""
         if not ids:
-            return {}
-        where = "NOT pending AND id IN (" + ", ".join(_quote(i) for i in ids) + ")"
-        tbl = _run(self._table().query().where(where).select(["id", "vector"]).limit(len(ids)).to_arrow())
-        if not tbl.num_rows:
-            return {}
-        vecs = tbl.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        return dict(zip(tbl.column("id").to_pylist(), vecs.reshape(tbl.num_rows, -1).astype(np.float32)))
+            return []
+        where = "id IN (" + ", ".join(_quote(i) for i in ids) + ")"
+        query = self._table().query().where(where).select(LIFTED_COLUMNS + ["vector"]).limit(len(ids))
+        return _records(_run(query.to_arrow()))
 
 
 COLD = "cold"

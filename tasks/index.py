@@ -29,8 +29,11 @@ def node_id(doc: str, path: str) -> str:
 CONTEXT_CHARS = 200  # each neighbouring turn contributes at most this much to an embedding
 
 
-def node_hash(n: TreeNode, embed_text: str = "") -> str:
+def node_hash(n: TreeNode, embed_text: str = "", links: str = "") -> str:
+    """What decides whether a node is rewritten: its text, what it is embedded with, and the
+    turns it links to (a grown conversation gives its last turn a reply and new kin)."""
     extra = f"\x1f{embed_text}" if embed_text else ""
+    extra += f"\x1e{links}" if links else ""
     return hashlib.sha256(f"{n.kind}\x1f{n.title}\x1f{n.text}{extra}".encode()).hexdigest()
 
 
@@ -53,6 +56,20 @@ def context_texts(tree: list[TreeNode], turns: int) -> dict[str, str]:
         around = [*messages[max(0, i - turns):i], m, *messages[i + 1:i + 1 + turns]]
         lines = [n.text if n is m else truncate(n.text, CONTEXT_CHARS) for n in around]
         out[m.path] = "\n".join([header, *lines] if header else lines)
+    return out
+
+
+def kin(tree: list[TreeNode]) -> dict[str, list[str]]:
+    """Path of each exchange → its messages' paths; of each message → the other messages of
+    its exchange (what recall lifts from an exchange hit or a message hit)."""
+    children: dict[str, list[str]] = {}
+    for n in tree:
+        if n.kind == "message" and n.parent:
+            children.setdefault(n.parent, []).append(n.path)
+    out = dict(children)
+    for n in tree:
+        if n.kind == "message" and n.parent:
+            out[n.path] = [p for p in children[n.parent] if p != n.path]
     return out
 
 
@@ -86,18 +103,22 @@ def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int =
     now = now_utc()
     contexts = context_texts(tree, context_turns)
     reply = replies(tree)
+    kins = kin(tree)
     out = []
     for n in tree:
         created = n.timestamp if isinstance(n.timestamp, datetime) else now
         embed_text = contexts.get(n.path, "")
+        # Stable paths (ids are made of them): a growing short id must not look like a change.
+        links = "\x1f".join(_stable(p) for p in [reply.get(n.path, ""), *kins.get(n.path, [])] if p)
         out.append({
             "embed_text": embed_text or f"{n.title}\n{n.text}",
             "id": node_id(doc, _stable(n.path)), "doc": doc, "doc_kind": doc_kind, "path": n.path,
             "parent": node_id(doc, _stable(n.parent)) if n.parent else None, "kind": n.kind, "title": n.title,
             "text": n.text, "fts_text": embed_text or n.text, "ref": n.ref, "ord": n.order, "vector": None, "pending": True,
-            "content_hash": node_hash(n, embed_text), "created_at": created.replace(tzinfo=None), "updated_at": now,
+            "content_hash": node_hash(n, embed_text, links), "created_at": created.replace(tzinfo=None), "updated_at": now,
             "importance": 0.5 if doc_kind == "article" else 0.3, "access": 0,
             "similar": [], "reply": node_id(doc, _stable(reply[n.path])) if n.path in reply else None,
+            "kin": [node_id(doc, _stable(p)) for p in kins.get(n.path, [])],
         })
     return out
 

@@ -155,10 +155,31 @@ def score_candidates(
     weights: ScoringWeights | None = None,
     now: datetime | None = None,
 ) -> list[Scored]:
-    """Score hits, lift parents and similar neighbours one hop, add priors; best first.
+    """Score hits, lift parents, neighbours and turns one hop, add priors; best first.
 
     ``by_id_lookup`` receives, in one call, the ids of lifted nodes that are not hits and
     returns those it knows (deleted nodes are simply absent).
+    """
+    return score_head(cands, by_id_lookup, weights, now)[0]
+
+
+def _max_prior(w: ScoringWeights) -> float:
+    return w.w_importance + w.w_recency + w.w_access * w.access_cap
+
+
+def score_head(
+    cands: Iterable[Candidate],
+    by_id_lookup: Lookup,
+    weights: ScoringWeights | None = None,
+    now: datetime | None = None,
+    keep: int | None = None,
+) -> tuple[list[Scored], bool]:
+    """``score_candidates`` whose first ``keep`` nodes are exact, reading fewer lifted nodes.
+
+    A lifted node that is not a hit scores at most its propagation plus the largest possible
+    prior. When that bound is below the ``keep``-th best hit's own score (base plus priors,
+    a floor on its total), the node cannot enter the first ``keep`` and is neither looked up
+    nor listed. Returns the scored list and whether it is complete (nothing left out).
     """
     w = weights or ScoringWeights()
     hits: dict[str, Candidate] = {}
@@ -186,6 +207,14 @@ def score_candidates(
         offer(c.reply, base * w.reply_damping, cid, "reply")
 
     missing = [nid for nid in lifted if nid not in hits]
+    complete = True
+    if keep is not None and len(hits) >= keep > 0:
+        floors = sorted((float(bases[cid]["base"] or 0.0) + sum(_priors(c, ages[cid], w).values())
+                         for cid, c in hits.items()), reverse=True)
+        bar = floors[keep - 1] - _max_prior(w)
+        reachable = [nid for nid in missing if lifted[nid][0] >= bar]
+        complete = len(reachable) == len(missing)
+        missing = reachable
     found = by_id_lookup(missing) if missing else {}
     nodes = list(hits.values()) + [found[nid] for nid in missing if nid in found]
 
@@ -210,7 +239,7 @@ def score_candidates(
         kind: Literal["hit", "propagated"] = "propagated" if propagation > base else "hit"
         out.append(Scored(c, total, explain, kind, c.text, c.chars or len(c.text)))
     out.sort(key=lambda s: (-s.score, s.id))
-    return out
+    return out, complete
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:

@@ -15,7 +15,7 @@ from memvault.markdown.tree import article_nodes
 from memvault.markdown.wikilinks import find_links, link_key
 from memvault.recall.access import ACCESS_LOG, append_access
 from memvault.recall.block import render_block
-from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_candidates, select
+from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_head, select
 from memvault.settings import Settings
 from stores.nodes import NodeIndex
 from stores.vault import Vault
@@ -59,20 +59,21 @@ class MemoryService:
                               diversity=r.diversity)
 
     # -- search ---------------------------------------------------------------------------
-    def _scored(self, query: str, k: int) -> tuple[list[Any], dict[str, dict[str, Any]]]:
+    def _scored(self, query: str, k: int, keep: int | None = None) -> tuple[list[Scored], dict[str, dict[str, Any]]]:
+        """Every scored node (``keep``: the best ``keep`` exactly, see ``score_head``) and the rows read."""
         cands, rows, lookup = self._candidates(query, k)
-        return score_candidates(cands, lookup, self.weights(), datetime.now(timezone.utc)), rows
+        scored, _ = score_head(cands, lookup, self.weights(), datetime.now(timezone.utc), keep)
+        return scored, rows
 
     def _candidates(self, query: str, k: int) -> tuple[list[Candidate], dict[str, dict[str, Any]],
                                                        Callable[[list[str]], dict[str, Candidate]]]:
-        """Vector top-k ∪ full-text top-k with their tree relatives, the rows read (grown by
-        ``lookup``), and the lookup for nodes that scoring lifts.
+        """Vector top-k ∪ full-text top-k, the rows read (grown by ``lookup``), and the lookup
+        for the nodes that scoring lifts.
 
-        Two rounds of reads: the two searches side by side (each hit arrives with its
-        `similar` edges and its reply), then one read of every node a hit can lift — its
-        parent, its `similar` neighbours, the turn that replies to it, the messages of an
-        exchange hit and the other messages of a message hit's exchange. ``_select`` reads
-        the vectors of the few lifted nodes that diversity needs.
+        Each hit arrives with the ids of everything it can lift — its parent, its `similar`
+        neighbours, the turn that replies to it, the messages of an exchange hit and the other
+        messages of a message hit's exchange — so a recall reads twice: the two searches side
+        by side, then (``lookup``) the lifted nodes that can still rank, with their vectors.
         """
         qv = self.embedder.embed_one(query)
         rows: dict[str, dict[str, Any]] = {}
@@ -94,36 +95,23 @@ class MemoryService:
         # exchange and the turn that replies to it, so the answer is found through the turn
         # that holds the question (each turn still ranks on its own; nothing stands for the
         # turns inside it).
-        exchanges = {i for i, r in rows.items() if r["kind"] == "exchange"}
-        kid_parents = exchanges | {r["parent"] for r in rows.values() if r["kind"] == "message" and r["parent"]}
-        wanted = {r["parent"] for r in rows.values() if r["parent"]} | {r["reply"] for r in rows.values() if r["reply"]}
-        wanted |= {dst for c in cands.values() for dst, _ in c.similar}
-        related: dict[str, dict[str, Any]] = {}
-        kids: dict[str, list[str]] = {}
-        for r in self.nodes.related(sorted(wanted - rows.keys()), sorted(kid_parents)):
-            related[r["id"]] = r
-            if r["parent"] in kid_parents:
-                kids.setdefault(r["parent"], []).append(r["id"])
         for cid, c in cands.items():
             if rows[cid]["kind"] == "exchange":
-                c.children = kids.get(cid, [])
+                c.children = list(rows[cid].get("kin") or [])
             elif rows[cid]["kind"] == "message":
-                c.siblings = [k for k in kids.get(rows[cid]["parent"], []) if k != cid]
+                c.siblings = list(rows[cid].get("kin") or [])
 
         def lookup(ids: list[str]) -> dict[str, Candidate]:
-            unread = [i for i in ids if i not in related]
-            for r in self.nodes.related(unread, []) if unread else []:
-                related[r["id"]] = r
-            found = [related[i] for i in ids if i in related]
-            for r in found:
+            unread = [i for i in ids if i not in rows]
+            for r in self.nodes.rows_of(unread):
                 rows[r["id"]] = r
-            return {r["id"]: _candidate(r) for r in found}
+            return {i: _candidate(rows[i]) for i in ids if i in rows}
 
         return list(cands.values()), rows, lookup
 
     def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Ids, titles, paths and scores of the best nodes — no bodies."""
-        scored, rows = self._scored(query, max(self.settings.recall.top_k, limit))
+        scored, rows = self._scored(query, max(self.settings.recall.top_k, limit), keep=limit)
         out = []
         for s in scored[:limit]:
             r = rows[s.id]
@@ -135,8 +123,8 @@ class MemoryService:
                max_node_chars: int | None = None) -> dict[str, Any]:
         """A ``<memory-recall>`` block within the budgets, with every hit's explanation."""
         r = self.settings.recall
-        scored, rows = self._scored(query, r.top_k)
-        picked = self._select(scored, rows, max_nodes or r.max_nodes, max_chars or r.max_chars,
+        cands, rows, lookup = self._candidates(query, r.top_k)
+        picked = self._select(cands, lookup, max_nodes or r.max_nodes, max_chars or r.max_chars,
                               max_node_chars or r.max_node_chars)
         hits = []
         for s in picked:
@@ -150,23 +138,22 @@ class MemoryService:
         self._log_access([h["id"] for h in hits])
         return {"query": query, "block": render_block(query, hits), "hits": hits}
 
-    def _select(self, scored: list[Scored], rows: dict[str, dict[str, Any]], max_nodes: int, max_chars: int,
-                max_node_chars: int) -> list[Scored]:
-        """``select`` over the best-scored nodes, reading vectors (for diversity) only for those.
+    def _select(self, cands: list[Candidate], lookup: Callable[[list[str]], dict[str, Candidate]],
+                max_nodes: int, max_chars: int, max_node_chars: int) -> list[Scored]:
+        """``select`` over the best-scored nodes, scoring (and reading) only as deep as it goes.
 
         ``select`` is greedy and stops once ``max_nodes`` or ``max_chars`` is reached, so on a
         prefix that it does not exhaust it picks exactly what it would pick on the whole list;
-        when it does exhaust one, the prefix doubles.
+        the prefix is scored exactly by ``score_head`` (lifted nodes that cannot reach it are
+        never read), and doubles when ``select`` exhausts it.
         """
+        weights, now = self.weights(), datetime.now(timezone.utc)
         n = max_nodes * 3
         while True:
-            head = scored[:n]
-            need = [s.id for s in head if s.candidate.vector is None and not rows[s.id].get("pending")]
-            for nid, vec in self.nodes.vectors_of(need).items() if need else ():
-                next(s for s in head if s.id == nid).candidate.vector = vec
-            picked = select(head, max_nodes=max_nodes, max_chars=max_chars, max_node_chars=max_node_chars,
+            scored, complete = score_head(cands, lookup, weights, now, keep=n)
+            picked = select(scored[:n], max_nodes=max_nodes, max_chars=max_chars, max_node_chars=max_node_chars,
                             diversity=self.settings.recall.diversity)
-            if n >= len(scored) or len(picked) >= max_nodes or sum(p.chars for p in picked) >= max_chars:
+            if (complete and n >= len(scored)) or len(picked) >= max_nodes or sum(p.chars for p in picked) >= max_chars:
                 return picked
             n *= 2
 

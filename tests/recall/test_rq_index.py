@@ -43,9 +43,12 @@ def test_message_embeddings_carry_their_neighbours_and_date() -> None:
         "k", "abcd", "Reindexing", "2024-05-01", "codex", edited))}
     changed = {ref for ref in rows if ref and rows[ref]["content_hash"] != again[ref]["content_hash"]}
     assert changed == {"m2", "m3", "m4"}
-    # context off: the message alone, hashed as before contextual embeddings existed
+    # context off: the message and the turns it links to (by id), never their words
     plain = {r["ref"]: r for r in rows_for("conv:k", "conversation", tree, context_turns=0)}
-    assert plain["m4"]["content_hash"] == node_hash(m4)
+    plain_again = {r["ref"]: r for r in rows_for("conv:k", "conversation", conversation_nodes(
+        "k", "abcd", "Reindexing", "2024-05-01", "codex", edited), context_turns=0)}
+    assert {ref for ref in plain if ref and plain[ref]["content_hash"] != plain_again[ref]["content_hash"]} == {"m3"}
+    assert plain["m4"]["content_hash"] != node_hash(m4)  # m4 links to m3, its exchange's other turn
 
 
 def synthetic_rows(n: int, rng: np.random.Generator, start: int = 0) -> list[dict]:
@@ -170,3 +173,22 @@ def test_each_turn_names_the_turn_that_replies_to_it() -> None:
     assert all(p["reply"] == first["D1:3"] for p in by_ref["D1:2"])  # every piece: the next turn
     assert by_ref["D1:3"][0]["reply"] is None
     assert all(r["reply"] is None for r in rows if r["kind"] != "message")
+
+
+def test_a_grown_conversation_rewrites_the_turns_whose_links_changed(tmp_path: Path) -> None:
+    from tasks.index import sync_doc
+
+    msgs = [("m1", "user", "Which port does the NAS use?", None), ("m2", "assistant", "Port 5432.", None)]
+    nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
+    first = rows_for("conv:k", "conversation", conversation_nodes("k", "abcd", "NAS", None, "codex", msgs), 0)
+    for r in first:
+        r["vector"], r["pending"] = [0.0] * DIM, True
+    nodes.upsert([{k: v for k, v in r.items() if k != "embed_text"} for r in first])
+    grown = [*msgs, ("m3", "assistant", "And 8007 for the web UI.", None)]
+    again = rows_for("conv:k", "conversation", conversation_nodes("k", "abcd", "NAS", None, "codex", grown), 0)
+    changed, gone = sync_doc(nodes, "conv:k", again)
+    by_id = {r["id"]: r for r in again}
+    # m2 gains a reply and a sibling, m1 a sibling, the exchange a message; m3 is new
+    assert {r["ref"] or r["kind"] for r in changed} == {"m1", "m2", "m3", "exchange"} and gone == []
+    m2 = next(r for r in changed if r["ref"] == "m2")
+    assert by_id[m2["reply"]]["ref"] == "m3"

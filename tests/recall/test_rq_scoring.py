@@ -121,3 +121,30 @@ def test_a_reply_that_is_also_a_sibling_takes_the_larger_lift_and_zero_turns_it_
     off = ScoringWeights(reply_damping=0.0)
     scored = {s.id: s for s in score_candidates([question], store_lookup(store, []), off, NOW)}
     assert scored["e1/m2"].explain["propagated_via"] == "sibling"
+
+
+def test_scoring_only_the_head_is_exact_and_reads_fewer_lifted_nodes() -> None:
+    from memvault.recall.scoring import score_head
+
+    rng = np.random.default_rng(4)
+    hits, store = [], {}
+    for i in range(60):
+        hits.append(Candidate(f"h{i}", parent=f"p{i % 7}", cos=float(rng.uniform(0.1, 0.9)), vector_rank=i + 1,
+                              lexical=float(rng.uniform(0, 5)) if i % 2 else None, fts_rank=i + 1 if i % 2 else None,
+                              age_days=float(rng.uniform(0, 400)), importance=float(rng.uniform(0, 1)),
+                              access=int(rng.integers(0, 20)), reply=f"r{i}",
+                              similar=[(f"s{i}", 0.8), (f"h{(i + 1) % 60}", 0.75)], siblings=[f"k{i}"]))
+    for i in range(60):
+        for name in (f"p{i % 7}", f"r{i}", f"s{i}", f"k{i}"):
+            store[name] = Candidate(name, age_days=float(rng.uniform(0, 400)), importance=float(rng.uniform(0, 1)),
+                                    access=int(rng.integers(0, 50)))
+    full_asked: list[list[str]] = []
+    full = score_candidates(hits, store_lookup(store, full_asked), ScoringWeights(), NOW)
+    for keep in (1, 5, 24, 59):
+        asked: list[list[str]] = []
+        head, complete = score_head(hits, store_lookup(store, asked), ScoringWeights(), NOW, keep=keep)
+        assert [(s.id, s.score) for s in head[:keep]] == [(s.id, s.score) for s in full[:keep]]
+        assert not complete and len(asked[0] if asked else []) < len(full_asked[0])
+    # fewer hits than asked for: nothing can be left out
+    everything, complete = score_head(hits, store_lookup(store, []), ScoringWeights(), NOW, keep=61)
+    assert complete and [s.id for s in everything] == [s.id for s in full]
