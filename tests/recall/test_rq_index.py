@@ -192,3 +192,19 @@ def test_a_grown_conversation_rewrites_the_turns_whose_links_changed(tmp_path: P
     assert {r["ref"] or r["kind"] for r in changed} == {"m1", "m2", "m3", "exchange"} and gone == []
     m2 = next(r for r in changed if r["ref"] == "m2")
     assert by_id[m2["reply"]]["ref"] == "m3"
+
+
+def test_an_index_built_by_an_older_memvault_is_refused_with_the_fix(tmp_path: Path) -> None:
+    import lancedb
+    import pyarrow as pa
+
+    from memvault.errors import IndexMismatchError
+    from stores.nodes import META_SCHEMA, node_schema
+
+    uri = str(tmp_path / "nodes.lance")
+    old = pa.schema([f for f in node_schema(DIM) if f.name not in ("similar", "reply", "kin")])
+    db = lancedb.connect(uri)
+    db.create_table("nodes", schema=old)
+    db.create_table("meta", schema=META_SCHEMA).add([{"key": "embedding_model", "value": "test-model"}])
+    with pytest.raises(IndexMismatchError, match=r"older memvault \(no `similar` column\).*memvault reindex"):
+        NodeIndex(uri, "test-model", DIM, create=False)
