@@ -5,9 +5,11 @@ holds the file read-write). Numbered migrations are applied on open, after the f
 copied aside, so a failed migration never costs the only copy of a user's history.
 """
 
+import atexit
 import json
 import os
 import shutil
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +22,22 @@ from stores.ledger_pipeline import PipelineMixin
 from stores.ledger_time import now as _now
 from stores.ledger_transcripts import TranscriptsMixin
 from stores.migrations import MIGRATIONS
+
+
+@atexit.register
+def _drop_duckdb_type_constants() -> None:
+    """At exit, drop DuckDB's module-level type constants (``duckdb.sqltypes.BIGINT``, …).
+
+    After a Prefect flow run they outlive interpreter shutdown, and DuckDB's bindings
+    (nanobind) then print ~40 lines of "leaked instance" warnings at the end of every
+    command. Nothing queries DuckDB once the interpreter is exiting; removing the names
+    frees nothing that matters and keeps the terminal clean.
+    """
+    for name, module in list(sys.modules.items()):
+        if module is not None and name.split(".")[0] in ("duckdb", "_duckdb"):
+            for attr, value in list(vars(module).items()):
+                if type(value).__name__ == "DuckDBPyType":
+                    delattr(module, attr)
 
 
 class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin):
