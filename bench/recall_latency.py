@@ -20,6 +20,7 @@ real ``NodeIndex`` (``upsert``, ``ensure_indexes``, which adds the ANN index pas
 """
 
 import argparse
+import itertools
 import json
 import resource
 import shutil
@@ -123,7 +124,7 @@ def make_docs(corpus: Corpus, first_doc: int, n_docs: int, base_time: datetime) 
         # Links as `tasks.index.rows_for` makes them: each turn to the next, an exchange to its
         # messages, a message to the other messages of its exchange.
         messages = [r for r in doc_rows if r["kind"] == "message"]
-        for r, nxt in zip(messages, messages[1:]):
+        for r, nxt in itertools.pairwise(messages):
             r["reply"] = nxt["id"]
         for r in doc_rows:
             if r["kind"] == "exchange":

@@ -76,7 +76,6 @@ class Candidate:
     children: list[str] = field(default_factory=list)  # filled for exchange hits only
     siblings: list[str] = field(default_factory=list)  # filled for message hits only: same exchange
     reply: str | None = None  # a message: the next turn of its conversation
-    reply: str | None = None
     vector: np.ndarray | None = None
     chars: int = 0
     text: str = ""
