@@ -138,7 +138,7 @@ def make_docs(corpus: Corpus, first_doc: int, n_docs: int, base_time: datetime) 
 
 def synthetic_edges(rows: list[dict[str, Any]], clusters: np.ndarray, rng: np.random.Generator) -> None:
     """One to three `similar` edges per message, to nodes of the same cluster, set in the
-    rows' ``similar`` column (where ``NodeIndex.add_edges`` keeps them)."""
+    rows' ``similar`` column (where ``NodeIndex.set_edges`` keeps them)."""
     by_cluster: dict[int, list[int]] = {}
     for i, c in enumerate(clusters):
         by_cluster.setdefault(int(c), []).append(i)

@@ -61,6 +61,14 @@ def _optimize(table: Any, older_than: timedelta, **kwargs: Any) -> None:
     table.optimize(cleanup_older_than=older_than, **kwargs)
 
 
+def _by_source(edges: Iterable[tuple[str, str, float]]) -> dict[str, dict[str, float]]:
+    """``(src, dst, sim)`` edges as ``{src: {dst: sim}}`` (a repeated pair keeps the last weight)."""
+    out: dict[str, dict[str, float]] = {}
+    for src, dst, sim in edges:
+        out.setdefault(src, {})[dst] = float(sim)
+    return out
+
+
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
@@ -228,23 +236,13 @@ class NodeIndex:
             # No FTS index yet (an empty index), or a query the tokenizer rejects.
             return []
 
-    def children(self, ids: Sequence[str]) -> dict[str, list[str]]:
-        """Ids of the direct children of each of ``ids`` (those that have any)."""
-        if not ids:
-            return {}
-        where = "parent IN (" + ", ".join(_quote(i) for i in ids) + ")"
-        out: dict[str, list[str]] = {}
-        for r in self.nodes.search().where(where).select(["id", "parent", "ord"]).limit(1_000_000).to_list():
-            out.setdefault(r["parent"], []).append(r["id"])
-        return out
-
     # -- writes ---------------------------------------------------------------------------------
     def upsert(self, rows: list[dict[str, Any]]) -> None:
         if rows:
             # Rows built elsewhere (tests, the latency bench) may omit it: full text then
             # matches the node's own text.
-            rows = [r if r.get("fts_text") else {**r, "fts_text": r.get("text")} for r in rows]
-            rows = [{**r, "similar": r.get("similar") or [], "kin": r.get("kin") or []} for r in rows]
+            rows = [{**r, "fts_text": r.get("fts_text") or r.get("text"), "similar": r.get("similar") or [],
+                     "kin": r.get("kin") or []} for r in rows]
             (self.nodes.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=self.nodes.schema)))
 
@@ -257,23 +255,10 @@ class NodeIndex:
         # Edges into deleted nodes stay in their sources' rows until those are rewritten or
         # maintenance rebuilds the edges; recall skips a neighbour it cannot read.
 
-    def add_edges(self, edges: list[tuple[str, str, float]]) -> None:
-        """Add `similar` edges to their sources' rows (one edge per pair: the newest weight)."""
-        if not edges:
-            return
-        by_src: dict[str, dict[str, float]] = {}
-        for src, dst, sim in edges:
-            by_src.setdefault(src, {})[dst] = float(sim)
-        have = self._similar_of(list(by_src))
-        self._write_similar({src: {**have.get(src, {}), **new} for src, new in by_src.items() if src in have})
-
-    def _similar_of(self, ids: Sequence[str]) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {}
-        for start in range(0, len(ids), 2000):
-            where = "id IN (" + ", ".join(_quote(i) for i in ids[start:start + 2000]) + ")"
-            for r in self.nodes.search().where(where).select(["id", "similar"]).limit(2000).to_list():
-                out[r["id"]] = {e["id"]: float(e["sim"]) for e in r["similar"] or []}
-        return out
+    def set_edges(self, edges: list[tuple[str, str, float]]) -> None:
+        """Make ``edges`` the `similar` edges of their sources (other rows keep theirs), in one
+        commit. The index stage passes every edge of the rows it has just written."""
+        self._write_similar(_by_source(edges))
 
     def _write_similar(self, similar: dict[str, dict[str, float]]) -> None:
         """Set the `similar` column of these rows, in one commit (a partial merge-insert)."""
@@ -387,9 +372,7 @@ class NodeIndex:
 
     def replace_edges(self, edges: list[tuple[str, str, float]]) -> None:
         """The whole edge set in one commit: readers see the old set or the new one, never none."""
-        new: dict[str, dict[str, float]] = {}
-        for src, dst, sim in edges:
-            new.setdefault(src, {})[dst] = float(sim)
+        new = _by_source(edges)
         ids = self.nodes.search().select(["id"]).limit(100_000_000).to_arrow().column("id").to_pylist()
         self._write_similar({i: new.get(i, {}) for i in ids})
 

@@ -8,6 +8,7 @@ stored, searchable by full text) for the next run to embed.
 """
 
 import hashlib
+import itertools
 from datetime import datetime
 from typing import Any
 
@@ -77,13 +78,13 @@ def replies(tree: list[TreeNode]) -> dict[str, str]:
     """Path of each message node → path of the next turn (the next message with another
     native id: the pieces of one long message are one turn). Recall lifts the reply of a
     turn that matches the query: a matching question is answered by the turn after it."""
-    messages = [n for n in tree if n.kind == "message"]
-    out = {}
-    for i, m in enumerate(messages):
-        nxt = next((n for n in messages[i + 1:] if n.ref != m.ref or n.ref is None), None)
-        if nxt is not None:
-            out[m.path] = nxt.path
-    return out
+    turns: list[list[TreeNode]] = []
+    for m in (n for n in tree if n.kind == "message"):
+        if turns and m.ref is not None and turns[-1][-1].ref == m.ref:
+            turns[-1].append(m)
+        else:
+            turns.append([m])
+    return {m.path: following[0].path for turn, following in itertools.pairwise(turns) for m in turn}
 
 
 def _stable(path: str) -> str:
@@ -192,7 +193,7 @@ def write_index(nodes: NodeIndex, embedder: Any, writes: list[dict[str, Any]], d
     if writes:
         # A rewritten node's old edges go with its old row; its new ones are found afresh.
         nodes.upsert([{**r, "similar": []} for r in writes])
-        nodes.add_edges(similar_edges(nodes, writes, settings.similar_threshold, settings.max_similar,
+        nodes.set_edges(similar_edges(nodes, writes, settings.similar_threshold, settings.max_similar,
                                       settings.recent_candidates, settings.fts_candidates))
     if writes or deletes:
         built = nodes.ensure_indexes(settings.ann_threshold)

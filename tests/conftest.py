@@ -67,3 +67,11 @@ def demo_runs(tmp_path_factory, prefect):
     second = run_flow(home, paths=[str(samples)])
     return {"home": home, "samples": samples, "first": first, "second": second,
             "commits_after_first": commits_after_first, "snapshot": snapshot}
+
+
+@pytest.fixture
+def demo_copy(demo_runs, tmp_path: Path) -> Path:
+    """A private copy of the demo home, for a test that changes it (demo_runs stays read-only)."""
+    home = tmp_path / "home"
+    shutil.copytree(demo_runs["home"], home, symlinks=True)
+    return home

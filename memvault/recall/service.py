@@ -51,12 +51,8 @@ class MemoryService:
         return self._nodes
 
     def weights(self) -> ScoringWeights:
-        r = self.settings.recall
-        return ScoringWeights(w_cos=r.w_cos, w_lex=r.w_lex, w_rrf=r.w_rrf, rrf_k=r.rrf_k,
-                              parent_damping=r.parent_damping, neighbour_damping=r.neighbour_damping,
-                              child_damping=r.child_damping, sibling_damping=r.sibling_damping,
-                              reply_damping=r.reply_damping,
-                              diversity=r.diversity)
+        # Every `[recall]` setting that names a scoring weight (the rest keep seed 000's values).
+        return ScoringWeights(**self.settings.recall.model_dump(include=set(ScoringWeights.model_fields)))
 
     # -- search ---------------------------------------------------------------------------
     def _scored(self, query: str, k: int, keep: int | None = None) -> tuple[list[Scored], dict[str, dict[str, Any]]]:

@@ -7,7 +7,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from memvault.embeddings import Embedder
 from memvault.forget import strip_citations
@@ -19,14 +18,6 @@ from stores.nodes import NodeIndex
 from stores.vault import Vault
 from tests.conftest import run_flow
 from tests.editorial.conftest import cli
-
-
-@pytest.fixture
-def demo_copy(demo_runs, tmp_path: Path) -> Path:
-    """A private copy of the demo home (the session's demo home is never mutated)."""
-    home = tmp_path / "home"
-    shutil.copytree(demo_runs["home"], home, symlinks=True)
-    return home
 
 
 def _nodes(home: Path) -> NodeIndex:

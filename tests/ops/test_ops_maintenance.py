@@ -1,7 +1,6 @@
 """Maintenance: the pure operations on small real LanceDB indexes, and the flow on a copy of
 the demo home — recall answers the same before and after."""
 
-import shutil
 from datetime import datetime
 from pathlib import Path
 
@@ -57,7 +56,7 @@ def test_merge_keeps_the_oldest_and_repoints_edges(tmp_path: Path) -> None:
         _row("article", base, "Backups run at 02:00 to the NAS.", doc="Backups", kind="article"),
     ]
     nodes = _index(tmp_path, rows)
-    nodes.add_edges([("other", "dup", 0.8), ("dup", "other", 0.8), ("dup", "old", 0.99)])
+    nodes.set_edges([("other", "dup", 0.8), ("dup", "other", 0.8), ("dup", "old", 0.99)])
     assert ops.merge_duplicates(nodes, 0.97) == {"merged": 1}
     assert nodes.get(["dup"]) == []
     assert {r["id"] for r in nodes.get(["old", "other", "parentless", "article"])} == {"old", "other", "parentless", "article"}
@@ -97,12 +96,11 @@ def test_compact_keeps_only_versions_inside_the_margin(tmp_path: Path) -> None:
     assert nodes.count() == 5 and nodes.get(["n3"])[0]["text"] == "text 3 changed"
 
 
-def test_maintenance_flow_leaves_recall_unchanged(demo_runs, embedder, tmp_path: Path) -> None:
+def test_maintenance_flow_leaves_recall_unchanged(demo_copy: Path, embedder) -> None:
     from flows.maintenance import MaintenanceOptions, maintenance
     from memvault.recall.service import MemoryService
 
-    home = tmp_path / "home"
-    shutil.copytree(demo_runs["home"], home, symlinks=True)
+    home = demo_copy
     settings = load_settings(home)
 
     def recall() -> list[list[tuple[str, str]]]:

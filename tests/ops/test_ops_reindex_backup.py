@@ -14,12 +14,6 @@ from memvault.settings import INDEX_POINTER, load_settings
 QUERY = "when does the postgres backup run and how long is it kept"
 
 
-def _copy(demo_runs, tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    shutil.copytree(demo_runs["home"], home, symlinks=True)
-    return home
-
-
 class _Result:
     def __init__(self, returncode: int, stdout: str) -> None:
         self.returncode, self.stdout, self.stderr = returncode, stdout, stdout
@@ -35,7 +29,7 @@ def _cli(home: Path, *args: str, env: dict | None = None) -> _Result:
     return _Result(result.exit_code, result.output)
 
 
-def test_reindex_builds_beside_the_old_index_and_swaps(demo_runs, embedder, tmp_path: Path) -> None:
+def test_reindex_builds_beside_the_old_index_and_swaps(demo_copy: Path, embedder) -> None:
     from memvault.maintenance import retire_old_indexes
     from memvault.recall.service import MemoryService
     from stores.ledger import Ledger
@@ -43,7 +37,7 @@ def test_reindex_builds_beside_the_old_index_and_swaps(demo_runs, embedder, tmp_
     from stores.vault import Vault
     from tasks.reindex import rebuild_index
 
-    home = _copy(demo_runs, tmp_path)
+    home = demo_copy
     settings = load_settings(home)
     old_uri = settings.index_uri
     old_files = sorted(p.relative_to(old_uri) for p in Path(old_uri).rglob("*"))
@@ -76,10 +70,10 @@ def test_reindex_builds_beside_the_old_index_and_swaps(demo_runs, embedder, tmp_
     assert not Path(old_uri).exists() and Path(new_uri).is_dir()
 
 
-def test_reindex_command_on_an_object_store_uri(demo_runs, tmp_path: Path) -> None:
+def test_reindex_command_on_an_object_store_uri(demo_copy: Path, tmp_path: Path) -> None:
     """An index at a URI (file:// here; s3:// goes the same way through LanceDB) that does not
     exist yet is built from the ledger and the vault; the pointer then holds the full URI."""
-    home = _copy(demo_runs, tmp_path)
+    home = demo_copy
     uri = f"file://{tmp_path}/bucket/memvault/nodes.lance"
     env = {"MEMVAULT_INDEX__URI": uri}
     result = _cli(home, "reindex", "--json", env=env)
@@ -108,8 +102,8 @@ def test_backup_refuses_destinations_inside_the_home(home: Path, tmp_path: Path)
         backup_home(settings, tmp_path / "full")
 
 
-def test_backup_restores_to_a_working_home(demo_runs, tmp_path: Path) -> None:
-    home = _copy(demo_runs, tmp_path)
+def test_backup_restores_to_a_working_home(demo_copy: Path, tmp_path: Path) -> None:
+    home = demo_copy
     dest = tmp_path / "backups" / "memvault-copy"
     result = _cli(home, "backup", str(dest), "--json")
     assert result.returncode == 0, result.stderr

@@ -35,15 +35,6 @@ def _cli(home: Path, *args: str, env: dict | None = None) -> subprocess.Complete
                           text=True, cwd=ROOT, env={**os.environ, **(env or {})}, timeout=300)
 
 
-@pytest.fixture
-def demo_copy(demo_runs, tmp_path: Path) -> Path:
-    import shutil
-
-    home = tmp_path / "home"
-    shutil.copytree(demo_runs["home"], home, symlinks=True)
-    return home
-
-
 def test_status_answers_while_another_process_writes(demo_copy: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(demo_copy / ".memvault")], cwd=ROOT,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

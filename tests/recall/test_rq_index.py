@@ -71,7 +71,7 @@ def test_ann_index_is_built_past_the_threshold_and_kept_incremental(tmp_path: Pa
     nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
     rows = synthetic_rows(300, rng)
     nodes.upsert(rows)
-    nodes.add_edges([("n1", "n2", 0.8)])
+    nodes.set_edges([("n1", "n2", 0.8)])
     assert [(s, d, round(w, 3)) for s, d, w in nodes.all_edges()] == [("n1", "n2", 0.8)]  # kept in n1's row
     assert sorted(nodes.ensure_indexes(ann_threshold=1000)) == ["fts", "id", "parent"]
     assert not nodes.has_ann()
