@@ -146,7 +146,7 @@ def measure(home: Path, src: Path) -> dict[str, Any]:
 
 
 def fresh_home(base: Path, name: str) -> Path:
-    from memvault.home import init_home
+    from memvault.ops.home import init_home
 
     home = base / name
     init_home(home)

@@ -152,7 +152,7 @@ def synthetic_edges(rows: list[dict[str, Any]], clusters: np.ndarray, rng: np.ra
 
 
 def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[str, Any]:
-    from memvault.recall.service import MemoryService
+    from memvault.ops.memory import MemoryService
     from memvault.settings import load_settings
     from stores.nodes import NodeIndex
     from tasks.index import write_index

@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from memvault.embeddings import Embedder  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
 from memvault.recall.scoring import score_candidates  # noqa: E402
-from memvault.recall.service import MemoryService  # noqa: E402
+from memvault.ops.memory import MemoryService  # noqa: E402
 from memvault.settings import Settings, load_settings  # noqa: E402
 from stores.nodes import NodeIndex  # noqa: E402
 from tasks.index import rows_for, write_index  # noqa: E402

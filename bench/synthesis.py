@@ -45,7 +45,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def bench_engine(label: str, engine: Any, runs: int) -> dict[str, Any]:
-    from memvault.home import init_home
+    from memvault.ops.home import init_home
     from tests.stages.plain_run import plain_execute
 
     tmp = Path(tempfile.mkdtemp(prefix=f"memvault-bench-{label}-"))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import ConfigError, MemvaultError
-from memvault.schedule import nightly_cron, schedule_timezone
+from memvault.ops.schedule import nightly_cron, schedule_timezone
 from memvault.settings import Settings
 
 from deployments import deployment_specs, install_root, work_pool_name

@@ -1,7 +1,7 @@
 """The weekly maintenance flow: compaction, a full edge rebuild, near-duplicate merging,
 age tiers, retired index directories and a ledger checkpoint, under the writer lock.
 
-Each step is a named task over a pure function of memvault/maintenance.py; the flow publishes
+Each step is a named task over a pure function of memvault/ops/maintenance.py; the flow publishes
 a Markdown artifact (key "memvault-maintenance-report") and a progress artifact as it goes.
 """
 
@@ -14,9 +14,9 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.cache_policies import NONE
 from pydantic import BaseModel, Field, field_validator
 
-from memvault import maintenance as ops
+from memvault.ops import maintenance as ops
 from memvault.embeddings import DIM, MODEL_NAME
-from memvault.home import require_home
+from memvault.ops.home import require_home
 from memvault.lock import writer_lock
 from memvault.settings import Settings, load_settings
 from stores.ledger import Ledger

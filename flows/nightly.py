@@ -15,9 +15,10 @@ from prefect.artifacts import (create_markdown_artifact, create_progress_artifac
                                update_progress_artifact)
 from pydantic import BaseModel, Field
 
-from memvault.budget import Budget, backlog, dry_run_plan, parse_since
+from memvault.budget import Budget, parse_since
+from memvault.ops.plan import backlog, dry_run_plan
 from memvault.embeddings import Embedder
-from memvault.home import require_home
+from memvault.ops.home import require_home
 from memvault.lock import writer_lock
 from memvault.settings import load_settings
 from stores.ledger import Ledger

@@ -12,8 +12,8 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel, Field
 
-from memvault.home import require_home
-from memvault.recall.service import MemoryService
+from memvault.ops.home import require_home
+from memvault.ops.memory import MemoryService
 from memvault.settings import load_settings
 
 ARTIFACT_KEY = "memvault-recall"

@@ -18,8 +18,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from memvault.cli.runner import print_report, run_pipeline
-    from memvault.home import init_home
-    from memvault.recall.service import MemoryService
+    from memvault.ops.home import init_home
+    from memvault.ops.memory import MemoryService
     from memvault.settings import load_settings
 
     settings = load_settings()

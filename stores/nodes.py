@@ -353,7 +353,7 @@ class NodeIndex:
             warnings.simplefilter("ignore", UserWarning)
             _optimize(self.nodes, timedelta(0), delete_unverified=True)
 
-    # -- maintenance (memvault/maintenance.py) ----------------------------------------------------
+    # -- maintenance (memvault/ops/maintenance.py) ----------------------------------------------------
     def vectors(self) -> pa.Table:
         """Every node that has a vector, with what maintenance needs to compare and merge them."""
         cols = ["id", "doc", "doc_kind", "parent", "content_hash", "text", "created_at", "vector"]
@@ -402,7 +402,7 @@ class NodeIndex:
             out[name] = len(table.list_versions())
         return out
 
-    # -- recall reads (memvault/recall/service.py) ------------------------------------------------
+    # -- recall reads (memvault/ops/memory.py) ------------------------------------------------
     # Through LanceDB's async API on a background loop (see ``_run``): a recall is two rounds,
     # the two searches side by side, then one read of the lifted rows that can still rank.
     def _table(self) -> Any:

@@ -4,7 +4,7 @@ Every spelling of a link (spaces, case, H1 titles, front-matter aliases) becomes
 (`[[Topic_Name]]`, display text kept); dangling links are listed in
 Meta/Wanted_Articles.md, never deleted. Footnotes are renumbered in order of first use,
 duplicates merged, orphans dropped — each drop logged on the article's Talk page with the run
-id. Idempotent: a second pass changes nothing. The work is `memvault.editorial`.
+id. Idempotent: a second pass changes nothing. The work is `tasks.editorial`.
 """
 
 from typing import Any
@@ -12,7 +12,7 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
-from memvault.editorial import normalize_text, normalize_vault
+from tasks.editorial import normalize_text, normalize_vault
 
 __all__ = ["normalize", "normalize_text", "run_normalize"]
 

@@ -11,7 +11,7 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
-from memvault.editorial import wikify_articles, wikify_text
+from tasks.editorial import wikify_articles, wikify_text
 
 __all__ = ["run_wikify", "wikify", "wikify_text"]
 

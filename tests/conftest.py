@@ -19,7 +19,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    from memvault.home import init_home
+    from memvault.ops.home import init_home
 
     path = tmp_path / "home"
     init_home(path)
@@ -52,7 +52,7 @@ def run_flow(home: Path, **options):
 @pytest.fixture(scope="session")
 def demo_runs(tmp_path_factory, prefect):
     """Two nightly runs over the samples, with the home's git log and file snapshots between."""
-    from memvault.home import init_home
+    from memvault.ops.home import init_home
     from stores.vault import Vault
 
     home = tmp_path_factory.mktemp("demo") / "home"

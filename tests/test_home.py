@@ -4,7 +4,7 @@ from pathlib import Path
 
 import git
 
-from memvault.home import init_home
+from memvault.ops.home import init_home
 
 
 def tree(root: Path) -> dict[str, bytes]:

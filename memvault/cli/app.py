@@ -32,8 +32,8 @@ def _settings(ctx: typer.Context, **overrides: Any):  # noqa: ANN202
 
 
 def _service(ctx: typer.Context):  # noqa: ANN202
-    from memvault.home import require_home
-    from memvault.recall.service import MemoryService
+    from memvault.ops.home import require_home
+    from memvault.ops.memory import MemoryService
 
     settings = _settings(ctx)
     require_home(settings.home)
@@ -46,7 +46,7 @@ def init(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
 
     Example: memvault --home ~/memvault init
     """
-    from memvault.home import init_home
+    from memvault.ops.home import init_home
     from memvault.lock import writer_lock
 
     with reporting(as_json):
@@ -73,7 +73,7 @@ def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
 
     Example: memvault status --json
     """
-    from memvault.status import gather_status
+    from memvault.ops.status import gather_status
 
     with reporting(as_json):
         data = gather_status(_settings(ctx))

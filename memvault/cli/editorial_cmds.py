@@ -29,8 +29,8 @@ def lint(
     Example: memvault lint --fix
     """
     from memvault.errors import UsageError
-    from memvault.home import require_home
-    from memvault.lint_vault import fix_home, lint_home
+    from memvault.ops.home import require_home
+    from memvault.ops.lint import fix_home, lint_home
 
     with reporting(as_json):
         if max_words < 1:
@@ -83,9 +83,9 @@ def forget(
 
     Example: memvault forget "Postgres Backup" --yes
     """
-    from memvault import forget as core
+    from memvault.ops import forget as core
     from memvault.errors import UsageError
-    from memvault.home import require_home
+    from memvault.ops.home import require_home
     from memvault.lock import writer_lock
 
     with reporting(as_json):

@@ -33,9 +33,9 @@ def redact(
     Example: memvault redact --rescan --json
     """
     from memvault.errors import UsageError
-    from memvault.home import require_home
+    from memvault.ops.home import require_home
     from memvault.lock import writer_lock
-    from memvault.rescan import rescan as run_rescan
+    from memvault.ops.rescan import rescan as run_rescan
     from memvault.settings import load_settings
 
     with reporting(as_json):

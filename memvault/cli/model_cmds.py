@@ -18,7 +18,7 @@ def model(
 
     Example: memvault model --probe
     """
-    from memvault.home import require_home
+    from memvault.ops.home import require_home
     from memvault.prompts import prompt_hashes
 
     with reporting(as_json):

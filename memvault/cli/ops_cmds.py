@@ -53,7 +53,7 @@ def deploy(ctx: typer.Context, at: str = AtOpt, dry_run: bool = DryRunOpt, as_js
 
     Example: PREFECT_API_URL=http://127.0.0.1:4200/api memvault deploy --at 02:30
     """
-    from memvault.schedule import nightly_cron, schedule_state
+    from memvault.ops.schedule import nightly_cron, schedule_state
 
     _quiet_prefect()
     with reporting(as_json):
@@ -78,8 +78,8 @@ def schedule(
     Example: memvault schedule --at 03:00 --dry-run
     """
     from memvault.errors import MemvaultError
-    from memvault.home import require_home
-    from memvault.schedule import apply, plan_schedule, wait_for_server
+    from memvault.ops.home import require_home
+    from memvault.ops.schedule import apply, plan_schedule, wait_for_server
 
     _quiet_prefect()
     with reporting(as_json):
@@ -123,7 +123,7 @@ def unschedule(
 
     Example: memvault unschedule --dry-run
     """
-    from memvault.schedule import apply, plan_unschedule, wait_for_server
+    from memvault.ops.schedule import apply, plan_unschedule, wait_for_server
 
     _quiet_prefect()
     with reporting(as_json):
@@ -157,7 +157,7 @@ def backup(ctx: typer.Context, dest: Path = typer.Argument(..., help="A new fold
 
     Example: memvault backup /Volumes/Backup/memvault-2026-06-01
     """
-    from memvault.backup import backup_home
+    from memvault.ops.backup import backup_home
 
     with reporting(as_json):
         result = backup_home(_settings(ctx), dest)
@@ -182,11 +182,11 @@ def reindex(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from memvault.embeddings import Embedder
-    from memvault.home import require_home
+    from memvault.ops.home import require_home
     from memvault.lock import writer_lock
     from stores.ledger import Ledger
     from stores.vault import Vault
-    from tasks.reindex import rebuild_index
+    from memvault.ops.reindex import rebuild_index
 
     with reporting(as_json):
         settings = _settings(ctx)
@@ -220,7 +220,7 @@ def maintenance(
     from pydantic import ValidationError
 
     from memvault.errors import UsageError
-    from memvault.home import require_home
+    from memvault.ops.home import require_home
 
     _quiet_prefect()
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")

@@ -55,8 +55,8 @@ def index_brief(
 
     Example: memvault --home ~/memvault index-brief
     """
-    from memvault.agent_setup import index_brief as brief
-    from memvault.home import require_home
+    from memvault.ops.agent_setup import index_brief as brief
+    from memvault.ops.home import require_home
     from memvault.settings import load_settings
 
     with reporting(False):
@@ -83,7 +83,7 @@ def agent_setup(
     """
     import json
 
-    from memvault.agent_setup import apply_plan, claude_code_plan
+    from memvault.ops.agent_setup import apply_plan, claude_code_plan
     from memvault.errors import UsageError
     from memvault.settings import load_settings
 

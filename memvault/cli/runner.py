@@ -18,7 +18,7 @@ def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | 
     os.environ.setdefault("DO_NOT_TRACK", "1")
     # A temporary Prefect server needs longer than the default 20 s on a busy 2-core machine.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    from memvault.home import require_home
+    from memvault.ops.home import require_home
     from memvault.settings import load_settings
     from tasks.pipeline import select_stages
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memvault.home import require_home
-from memvault.recall.service import MemoryService
+from memvault.ops.home import require_home
+from memvault.ops.memory import MemoryService
 from memvault.settings import load_settings
 
 T = TypeVar("T")

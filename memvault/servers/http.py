@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from memvault.errors import IndexMismatchError, MemvaultError, NotFoundError, UsageError
-from memvault.recall.service import MemoryService
+from memvault.ops.memory import MemoryService
 from memvault.servers import SharedService
 
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}

@@ -14,9 +14,9 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from memvault.agent_setup import render_index
+from memvault.ops.agent_setup import render_index
 from memvault.errors import MemvaultError
-from memvault.recall.service import MemoryService
+from memvault.ops.memory import MemoryService
 from memvault.servers import SharedService, wrap_for_agent
 
 INSTRUCTIONS = """\

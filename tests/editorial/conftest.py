@@ -61,7 +61,7 @@ def cli(*args: str):
 @pytest.fixture
 def lucien_home(tmp_path: Path) -> Path:
     """The invented lucien-style vault, imported as a memory home (`memvault init` on it)."""
-    from memvault.home import init_home
+    from memvault.ops.home import init_home
 
     home = tmp_path / "lucien"
     shutil.copytree(LUCIEN, home)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 from memvault.embeddings import Embedder
-from memvault.forget import strip_citations
+from memvault.ops.forget import strip_citations
 from memvault.markdown.footnotes import check_bijection, citations
 from memvault.markdown.gate import gate
 from memvault.settings import load_settings

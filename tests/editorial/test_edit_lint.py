@@ -6,7 +6,7 @@ from pathlib import Path
 
 import git
 
-from memvault.lint_vault import lint_home
+from memvault.ops.lint import lint_home
 from tests.editorial.conftest import cli
 
 PLANTED = {

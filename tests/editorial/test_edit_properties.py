@@ -6,7 +6,7 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memvault.editorial import normalize_text, wikify_text
+from tasks.editorial import normalize_text, wikify_text
 from memvault.markdown.footnotes import check_bijection, citations
 from memvault.markdown.wikilinks import build_known
 

@@ -101,7 +101,7 @@ def test_wikify_removes_model_artefacts(home: Path) -> None:
 
 
 def test_wikify_failure_keeps_the_article_and_reports_why(home: Path, monkeypatch) -> None:
-    import memvault.editorial as editorial
+    import tasks.editorial as editorial
 
     path = home / "articles" / "Odd.md"
     path.write_text("# Odd\n\nSome text.\n")
@@ -117,7 +117,7 @@ def test_wikify_failure_keeps_the_article_and_reports_why(home: Path, monkeypatc
 
 
 def test_wikify_programming_errors_are_not_swallowed(home: Path, monkeypatch) -> None:
-    import memvault.editorial as editorial
+    import tasks.editorial as editorial
 
     (home / "articles" / "Odd.md").write_text("# Odd\n\nSome text.\n")
 
@@ -130,7 +130,7 @@ def test_wikify_programming_errors_are_not_swallowed(home: Path, monkeypatch) ->
 
 
 def test_wikify_output_that_would_lose_a_citation_is_not_applied(home: Path, monkeypatch) -> None:
-    import memvault.editorial as editorial
+    import tasks.editorial as editorial
 
     original = "# Odd\n\nSome text about tides.[^1]\n\n## References\n\n[^1]: `conv:12345678` (2026-01-01, x) — t\n"
     (home / "articles" / "Odd.md").write_text(original)

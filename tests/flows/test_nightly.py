@@ -61,7 +61,7 @@ def test_second_run_with_nothing_new_changes_nothing(demo_runs) -> None:
 
 
 def test_recall_finds_specific_sample_facts(demo_runs) -> None:
-    from memvault.recall.service import MemoryService
+    from memvault.ops.memory import MemoryService
 
     service = MemoryService(load_settings(demo_runs["home"]))
     block = service.recall("How long are the Postgres backups on the NAS kept?")["block"]

@@ -73,7 +73,7 @@ def test_deploy_registers_from_any_directory(prefect_server: str, home: Path, tm
 
     from deployments.deploy import register
     from memvault.settings import load_settings
-    from memvault.status import gather_status
+    from memvault.ops.status import gather_status
 
     monkeypatch.chdir(tmp_path)  # the current directory must not matter
     monkeypatch.setenv("PREFECT_API_URL", prefect_server)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memvault import maintenance as ops
+from memvault.ops import maintenance as ops
 from memvault.settings import load_settings
 from stores.nodes import NodeIndex
 
@@ -98,7 +98,7 @@ def test_compact_keeps_only_versions_inside_the_margin(tmp_path: Path) -> None:
 
 def test_maintenance_flow_leaves_recall_unchanged(demo_copy: Path, embedder) -> None:
     from flows.maintenance import MaintenanceOptions, maintenance
-    from memvault.recall.service import MemoryService
+    from memvault.ops.memory import MemoryService
 
     home = demo_copy
     settings = load_settings(home)

@@ -30,12 +30,12 @@ def _cli(home: Path, *args: str, env: dict | None = None) -> _Result:
 
 
 def test_reindex_builds_beside_the_old_index_and_swaps(demo_copy: Path, embedder) -> None:
-    from memvault.maintenance import retire_old_indexes
-    from memvault.recall.service import MemoryService
+    from memvault.ops.maintenance import retire_old_indexes
+    from memvault.ops.memory import MemoryService
     from stores.ledger import Ledger
     from stores.nodes import NodeIndex
     from stores.vault import Vault
-    from tasks.reindex import rebuild_index
+    from memvault.ops.reindex import rebuild_index
 
     home = demo_copy
     settings = load_settings(home)
@@ -90,7 +90,7 @@ def test_reindex_command_on_an_object_store_uri(demo_copy: Path, tmp_path: Path)
 
 
 def test_backup_refuses_destinations_inside_the_home(home: Path, tmp_path: Path) -> None:
-    from memvault.backup import backup_home
+    from memvault.ops.backup import backup_home
 
     settings = load_settings(home)
     for bad in (home, home / "articles" / "copy", tmp_path):

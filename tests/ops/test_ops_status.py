@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memvault.settings import load_settings
-from memvault.status import gather_status
+from memvault.ops.status import gather_status
 from tests.conftest import ROOT
 
 FOUNDATION_KEYS = {"home", "engine", "conversations", "messages", "chunks", "buckets", "articles", "nodes", "last_run"}

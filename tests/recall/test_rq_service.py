@@ -8,7 +8,7 @@ import pytest
 
 from memvault.markdown.tree import conversation_nodes
 from memvault.recall.access import ACCESS_LOG, fold_access
-from memvault.recall.service import MemoryService
+from memvault.ops.memory import MemoryService
 from memvault.settings import load_settings
 from stores.nodes import NodeIndex
 from tasks.index import rows_for, write_index

@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from memvault.recall.service import MemoryService
+from memvault.ops.memory import MemoryService
 from memvault.settings import load_settings
 
 WRITER = Path(__file__).with_name("doors_index_writer.py")

@@ -63,7 +63,7 @@ class ScriptedEngine(FakeEngine):
 @pytest.fixture
 def stage_home(tmp_path: Path) -> Path:
     """A fresh home with the subset ingested into its ledger (no Prefect involved)."""
-    from memvault.home import init_home
+    from memvault.ops.home import init_home
     from memvault.settings import load_settings
     from stores.ledger import Ledger
     from tasks.ingest import run_ingest

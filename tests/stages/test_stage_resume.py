@@ -19,7 +19,7 @@ from tests.stages.plain_run import plain_execute
 
 
 def fresh(tmp: Path) -> tuple[Path, Path]:
-    from memvault.home import init_home
+    from memvault.ops.home import init_home
 
     tmp.mkdir(parents=True)
     home = tmp / "home"

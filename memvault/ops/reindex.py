@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.ids import short_ids
-from memvault.maintenance import rebuild_edges, set_live_index
+from memvault.ops.maintenance import rebuild_edges, set_live_index
 from memvault.markdown.tree import article_nodes
 from memvault.settings import Settings
 from stores.ledger import Ledger

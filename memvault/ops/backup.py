@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import UsageError
-from memvault.home import require_home
+from memvault.ops.home import require_home
 from memvault.lock import LOCK_NAME, writer_lock
 from memvault.settings import Settings
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memvault.editorial import normalize_vault, wikify_articles
+from tasks.editorial import normalize_vault, wikify_articles
 from memvault.markdown.lint import DEFAULT_MAX_WORDS, Finding, lint_vault
 from stores.vault import Vault
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memvault.editorial import article_title, new_problems, read_articles, talk_note
+from tasks.editorial import article_title, new_problems, read_articles, talk_note
 from memvault.errors import MemvaultError, NotFoundError, UsageError
 from memvault.markdown.footnotes import CONV_RE, renumber
 from memvault.markdown.scan import Doc

@@ -8,7 +8,7 @@ from typing import Any
 
 import duckdb
 
-from memvault.home import require_home
+from memvault.ops.home import require_home
 from memvault.lock import holder
 from memvault.settings import Settings
 
@@ -55,7 +55,7 @@ def _operations(settings: Settings, data: dict[str, Any]) -> dict[str, Any]:
     import os
 
     from memvault.reports import latest_report
-    from memvault.schedule import next_scheduled_run, schedule_state
+    from memvault.ops.schedule import next_scheduled_run, schedule_state
 
     report = latest_report(settings.runs_dir)
     out: dict[str, Any] = {

@@ -1,0 +1,7 @@
+"""Operations: what a person or an agent asks of a memory home outside the nightly stages.
+
+status, init, forget, rescan, backup/restore, reindex, lint of the vault, maintenance,
+schedule, run planning, agent setup and the recall service. This layer sits above the stores
+and the stages' pure functions (domain → stores → tasks → ops → flows, cli, servers); every
+function here that writes takes the writer lock itself, so a Python or MCP caller cannot skip it.
+"""
