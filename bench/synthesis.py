@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     from memvault.engines.mlx import MlxEngine
-    from tests.stages.conftest import ScriptedEngine
+    from tests.helpers import ScriptedEngine
     from tests.tiny_model import build_tiny_llama
 
     tiny = build_tiny_llama(Path(tempfile.mkdtemp(prefix="memvault-tiny-")))

@@ -4,16 +4,8 @@ import json
 import shutil
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from memvault.cli import app
-from tests.conftest import SAMPLES
-
-runner = CliRunner()
-
-
-def invoke(*args: str):
-    return runner.invoke(app, list(args), catch_exceptions=False)
+from tests.helpers import SAMPLES
+from tests.helpers import cli as invoke
 
 
 def test_missing_home_says_run_init(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 artifacts a real nightly flow run leaves behind."""
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,22 +14,16 @@ import httpx
 import pytest
 
 from deployments import deployment_specs, install_root, project
-from tests.procs import stop
+from tests.helpers import free_port, stop
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def prefect_server(tmp_path_factory):
     """`prefect server start` on a free port; bounded wait on /api/health; killed in teardown."""
     root = tmp_path_factory.mktemp("prefect-server")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PREFECT_HOME": str(root), "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
            "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "5"}
     env.pop("PREFECT_API_URL", None)

@@ -7,7 +7,7 @@ import pytest
 from memvault.engines import EngineError, EngineSettings, make_engine
 from memvault.engines.mlx import MlxEngine
 from memvault.engines.openai import OpenAIEngine
-from tests.engines.conftest import free_port
+from tests.helpers import free_port
 
 
 def _nowhere() -> str:

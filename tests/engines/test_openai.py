@@ -33,7 +33,7 @@ def test_real_server_gibberish_gives_up_cleanly(mlx_server: str) -> None:
 
 
 def test_health_false_when_nothing_listens() -> None:
-    from tests.engines.conftest import free_port
+    from tests.helpers import free_port
 
     assert not OpenAIEngine(f"http://127.0.0.1:{free_port()}/v1").health(timeout=0.5)
 

@@ -10,7 +10,7 @@ from memvault.markdown.footnotes import citations
 from memvault.settings import load_settings
 from stores.ledger import Ledger
 from stores.vault import Vault
-from tests.conftest import SAMPLES, run_flow
+from tests.helpers import SAMPLES, run_flow
 
 
 def test_first_run_writes_articles_citing_their_conversations(demo_runs) -> None:

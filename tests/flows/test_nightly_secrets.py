@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_flow
-from tests.ingest.conftest import cc_line
+from tests.helpers import cc_line, run_flow
 
 RSA_BODY = [
     "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",

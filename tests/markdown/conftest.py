@@ -1,29 +1,19 @@
-"""Shared helpers for the markdown tests: fixture articles and golden files.
+"""Fixtures for the markdown tests: fixture articles and golden files.
 
 Set UPDATE_GOLDEN=1 to rewrite the expected files after a deliberate change.
 """
 
-import os
-from pathlib import Path
-
 import pytest
 
-ARTICLES = Path(__file__).resolve().parent.parent / "fixtures" / "articles"
+from tests.helpers import FIXTURES, check_golden
 
-
-def check_golden(name: str, actual: str) -> None:
-    """Compare ``actual`` with ``fixtures/articles/<name>`` (or write it under UPDATE_GOLDEN=1)."""
-    path = ARTICLES / name
-    if os.environ.get("UPDATE_GOLDEN") == "1":
-        path.write_text(actual, encoding="utf-8")
-    assert path.exists(), f"missing golden file {path}: run with UPDATE_GOLDEN=1 and review it"
-    assert actual == path.read_text(encoding="utf-8")
+ARTICLES = FIXTURES / "articles"
 
 
 @pytest.fixture
 def golden():
-    """The golden-file comparison, as a fixture (test modules here are not a package)."""
-    return check_golden
+    """`golden(name, actual)`: compare with `fixtures/articles/<name>` (UPDATE_GOLDEN=1 rewrites)."""
+    return lambda name, actual: check_golden(ARTICLES / name, actual)
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Helper process of the concurrency test: writes the node index over and over, as the nightly
 index stage does (upserts, an FTS rebuild, deletes), until a stop file appears.
 
-Usage: python doors_index_writer.py INDEX_URI STOP_FILE MAX_ITERATIONS
+Usage: python index_writer.py INDEX_URI STOP_FILE MAX_ITERATIONS
 Prints `ready`, then `wrote N` after each full cycle, then `done N errors=E`.
 """
 

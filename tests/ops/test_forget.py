@@ -16,8 +16,7 @@ from memvault.settings import load_settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 from stores.vault import Vault
-from tests.conftest import run_flow
-from tests.editorial.conftest import cli
+from tests.helpers import cli, run_flow
 
 
 def _nodes(home: Path) -> NodeIndex:

@@ -7,7 +7,7 @@ from pathlib import Path
 import git
 
 from memvault.ops.lint import lint_home
-from tests.editorial.conftest import cli
+from tests.helpers import cli
 
 PLANTED = {
     # file: text — each problem sits on a known line (1-based, front matter included).

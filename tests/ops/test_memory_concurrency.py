@@ -10,9 +10,9 @@ from pathlib import Path
 
 from memvault.ops.memory import MemoryService
 from memvault.settings import load_settings
+from tests.helpers import ROOT
 
-WRITER = Path(__file__).with_name("doors_index_writer.py")
-ROOT = Path(__file__).resolve().parents[2]
+WRITER = Path(__file__).with_name("index_writer.py")
 QUERIES = ["postgres backup retention on the NAS", "tidepool default station", "sourdough starter feeding ratio",
            "Lisbon apartment budget"]
 

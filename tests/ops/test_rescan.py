@@ -7,7 +7,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from tasks.ingest import run_ingest
-from tests.ingest.conftest import cc_session
+from tests.helpers import cc_session
 
 SECRET = "corp-7Q2mN9pR4sT6vW8yZ1aC3dE5fG7hJ9kL"  # a company token no built-in pattern knows
 

@@ -11,7 +11,7 @@ import pytest
 
 from memvault.settings import load_settings
 from memvault.ops.status import gather_status
-from tests.conftest import ROOT
+from tests.helpers import MEMVAULT, ROOT
 
 FOUNDATION_KEYS = {"home", "engine", "conversations", "messages", "chunks", "buckets", "articles", "nodes", "last_run"}
 
@@ -31,7 +31,7 @@ with writer_lock(state, "test holder", 5):
 
 
 def _cli(home: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(Path(sys.executable).parent / "memvault"), "--home", str(home), *args], capture_output=True,
+    return subprocess.run([MEMVAULT, "--home", str(home), *args], capture_output=True,
                           text=True, cwd=ROOT, env={**os.environ, **(env or {})}, timeout=300)
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_candidates, select
+from tests.helpers import check_explain_adds_up
 
 NOW = datetime(2025, 1, 1)
 
@@ -23,17 +24,6 @@ def unit(*xs: float) -> np.ndarray:
 
 def by_id(scored: list[Scored]) -> dict[str, Scored]:
     return {s.id: s for s in scored}
-
-
-def check_explain_adds_up(s: Scored) -> None:
-    e = s.explain
-    relevance = max(float(e["base"]), float(e["propagation"]))
-    priors = float(e["importance_prior"]) + float(e["recency_prior"]) + float(e["access_prior"])
-    assert e["relevance"] == pytest.approx(relevance, abs=1e-12)
-    assert abs(float(e["total"]) - (relevance + priors)) < 1e-9
-    assert s.score == e["total"]
-    terms = float(e["cos_term"]) + float(e["lexical_term"]) + float(e["rrf_term"])
-    assert abs(float(e["base"]) - terms * float(e["tier"])) < 1e-9 or float(e["base"]) == 0.0
 
 
 def test_base_formula_and_normalization() -> None:

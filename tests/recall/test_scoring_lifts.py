@@ -7,18 +7,10 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_candidates, select
+from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates, select
+from tests.helpers import check_explain_adds_up
 
 NOW = datetime(2025, 1, 1)
-
-
-def check_adds_up(s: Scored) -> None:
-    e = s.explain
-    relevance = max(float(e["base"]), float(e["propagation"]))
-    priors = float(e["importance_prior"]) + float(e["recency_prior"]) + float(e["access_prior"])
-    assert e["relevance"] == pytest.approx(relevance, abs=1e-12)
-    assert float(e["total"]) == pytest.approx(relevance + priors, abs=1e-9)
-    assert s.score == e["total"]
 
 
 def store_lookup(store: dict[str, Candidate], asked: list[list[str]]):
@@ -49,7 +41,7 @@ def test_exchange_lifts_its_messages_and_a_message_its_sibling() -> None:
     # one batched lookup of the lifted nodes that were not hits
     assert asked == [["conv", "e1/m1", "e1/m2", "e2", "e2/m2"]]
     for s in scored.values():
-        check_adds_up(s)
+        check_explain_adds_up(s)
 
 
 def test_lifts_are_one_hop_and_never_beat_a_strong_own_score() -> None:
@@ -62,7 +54,7 @@ def test_lifts_are_one_hop_and_never_beat_a_strong_own_score() -> None:
     assert scored["e1/m2"].explain["relevance"] == scored["e1/m2"].explain["base"]
     assert "e1/m3" not in scored  # a lifted node lifts nothing further
     for s in scored.values():
-        check_adds_up(s)
+        check_explain_adds_up(s)
 
 
 def test_zero_damping_turns_the_lifts_off() -> None:
@@ -108,7 +100,7 @@ def test_a_message_lifts_the_turn_that_replies_to_it_across_exchanges() -> None:
     assert [s.id for s in ranked][:2] == ["e2/m2", "e3/m1"]
     assert answer.score > scored["e2/m1"].score
     for s in scored.values():
-        check_adds_up(s)
+        check_explain_adds_up(s)
 
 
 def test_a_reply_that_is_also_a_sibling_takes_the_larger_lift_and_zero_turns_it_off() -> None:

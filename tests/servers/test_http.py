@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from memvault.cli import app
 from memvault.servers.http import check_bind, host_of, is_loopback
-from tests.servers.conftest import MEMVAULT, free_port
+from tests.helpers import MEMVAULT, free_port
 
 
 def wait_healthy(base: str, proc, log, timeout_s: float = 120.0) -> dict:

@@ -10,7 +10,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from memvault.noise import strip_memory_blocks
-from tests.servers.conftest import MEMVAULT, child_env
+from tests.helpers import MEMVAULT, child_env
 
 TOOLS = {"search", "timeline", "get", "recall", "list_articles", "read_article", "read_section",
          "article_toc", "article_links"}

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-FORMATS = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
+from tests.helpers import FORMATS
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from memvault.ids import conversation_id
 from memvault.sources import parse_file
+from tests.helpers import cc_raw_line
 
 CC = "claude_code"
 
@@ -92,23 +93,16 @@ def test_simonw_sample(formats: Path) -> None:
     assert [m.role for m in conv.messages] == ["user", "assistant", "tool", "tool", "tool", "tool", "user", "assistant"]
 
 
-def _line(**fields) -> str:
-    import json
-
-    base = {"sessionId": "S1", "cwd": "/w", "timestamp": "2026-01-01T00:00:00Z"}
-    return json.dumps({**base, **fields}) + "\n"
-
-
 def test_sidechain_becomes_own_conversation(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl"
     path.write_text(
-        _line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "main question"})
-        + _line(type="user", uuid="s1", parentUuid=None, isSidechain=True, agentId="ag1",
-                message={"role": "user", "content": "subagent task"})
-        + _line(type="assistant", uuid="s2", parentUuid="s1", isSidechain=True, agentId="ag1",
-                message={"id": "m9", "role": "assistant", "content": [{"type": "text", "text": "sub answer"}]})
-        + _line(type="assistant", uuid="a1", parentUuid="u1",
-                message={"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "main answer"}]})
+        cc_raw_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "main question"})
+        + cc_raw_line(type="user", uuid="s1", parentUuid=None, isSidechain=True, agentId="ag1",
+                      message={"role": "user", "content": "subagent task"})
+        + cc_raw_line(type="assistant", uuid="s2", parentUuid="s1", isSidechain=True, agentId="ag1",
+                      message={"id": "m9", "role": "assistant", "content": [{"type": "text", "text": "sub answer"}]})
+        + cc_raw_line(type="assistant", uuid="a1", parentUuid="u1",
+                      message={"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "main answer"}]})
     )
     main, sub = parse_file(path, "claude-code").conversations
     assert (main.agent_id, [m.text for m in main.messages]) == (None, ["main question", "main answer"])
@@ -121,9 +115,10 @@ def test_sidechain_becomes_own_conversation(tmp_path: Path) -> None:
 def test_rewind_branches_and_leaf_is_last_line(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl"
     path.write_text(
-        _line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "q1"})
-        + _line(type="assistant", uuid="a1", parentUuid="u1", message={"id": "m1", "role": "assistant", "content": "first try"})
-        + _line(type="user", uuid="u2", parentUuid="u1", message={"role": "user", "content": "edited follow-up"})
+        cc_raw_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "q1"})
+        + cc_raw_line(type="assistant", uuid="a1", parentUuid="u1",
+                      message={"id": "m1", "role": "assistant", "content": "first try"})
+        + cc_raw_line(type="user", uuid="u2", parentUuid="u1", message={"role": "user", "content": "edited follow-up"})
     )
     [conv] = parse_file(path, "claude-code").conversations
     by_id = {m.native_id: m for m in conv.messages}

@@ -10,7 +10,7 @@ import pytest
 import memvault.sources.claude_code as claude_code
 from memvault.redact import DEFAULT_PATTERNS, TRIGGERS, _may_hold_secret, redact, redact_json
 from memvault.sources import parse_file
-from tests.sources.test_sources_redact import VECTORS
+from tests.test_redact import VECTORS
 
 
 def _user(uuid: str, parent: str | None, text: str) -> str:

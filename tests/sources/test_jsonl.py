@@ -6,20 +6,16 @@ from pathlib import Path
 import pytest
 
 from memvault.sources import parse_file
-
-
-def _line(**fields) -> str:
-    base = {"sessionId": "S1", "cwd": "/w", "timestamp": "2026-01-01T00:00:00Z"}
-    return json.dumps({**base, **fields}) + "\n"
+from tests.helpers import cc_raw_line
 
 
 def _user(uuid: str, parent: str | None, text: str) -> str:
-    return _line(type="user", uuid=uuid, parentUuid=parent, message={"role": "user", "content": text})
+    return cc_raw_line(type="user", uuid=uuid, parentUuid=parent, message={"role": "user", "content": text})
 
 
 def _assistant(uuid: str, parent: str, api_id: str, blocks: list) -> str:
-    return _line(type="assistant", uuid=uuid, parentUuid=parent,
-                 message={"id": api_id, "role": "assistant", "content": blocks})
+    return cc_raw_line(type="assistant", uuid=uuid, parentUuid=parent,
+                       message={"id": api_id, "role": "assistant", "content": blocks})
 
 
 def test_append_two_lines_gives_two_new_messages(tmp_path: Path) -> None:
@@ -83,7 +79,7 @@ def test_split_assistant_message_merges_across_offset(tmp_path: Path) -> None:
         f.write(_assistant("a3", "a2", "msg_X", [{"type": "text", "text": "Part two."}]))
         f.write(_assistant("a4", "a3", "msg_X", [{"type": "tool_use", "id": "t1", "name": "Bash",
                                                   "input": {"command": "ls -la"}}]))
-        f.write(_line(type="user", uuid="u5", parentUuid="a4", message={"role": "user", "content": [
+        f.write(cc_raw_line(type="user", uuid="u5", parentUuid="a4", message={"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "t1", "content": "a\nb\nc\nd\ne\nf\ng"}]}))
     second = parse_file(path, "claude-code", first.end_offset, json.loads(json.dumps(first.state)))
     merged, call, result = second.conversations[0].messages

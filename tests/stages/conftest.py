@@ -1,8 +1,7 @@
-"""Fixtures for the model-backed stages: a home with a few sample conversations ingested,
-stage contexts over it, and a scripted fake engine that answers each stage validly."""
+"""Fixtures for the stage tests: a fresh ledger for ingest, a home with a few sample
+conversations ingested and stage contexts over it for the model-backed stages, and a vault of
+messy fixture articles with golden files for wikify and normalize."""
 
-import json
-import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,54 +9,21 @@ from typing import Any
 
 import pytest
 
-from memvault.engines import Completion, FakeEngine
-from tests.conftest import SAMPLES
+from tests.helpers import FIXTURES, check_golden, copy_subset
 
-# Three conversations: two on the home-lab backups, one on tidepool (small and fast to embed).
-SUBSET = ("claude-code/-Users-sam-src-homelab", "claude-code/-Users-sam-src-tidepool/3261b8ab-5e67-5336-a1ad-f00b145dadd3.jsonl")
+GOLDEN = FIXTURES / "editorial"
 
 
-def copy_subset(dest: Path) -> Path:
-    for rel in SUBSET:
-        src = SAMPLES / rel
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, target)
-        else:
-            shutil.copyfile(src, target)
-    return dest
+@pytest.fixture
+def ingest_env(home: Path) -> Iterator[tuple[Any, Any]]:
+    """(ledger, settings) of a fresh memory home; the ledger is closed afterwards."""
+    from memvault.settings import load_settings
+    from stores.ledger import Ledger
 
-
-class ScriptedEngine(FakeEngine):
-    """A fake model that answers every stage's prompt with valid JSON derived from the prompt."""
-
-    name = "fake"
-
-    def __init__(self, bucket: str = "Scripted Topic") -> None:
-        super().__init__([])
-        self.bucket = bucket
-
-    def complete(self, system: str, prompt: str, *, max_tokens: int, json_schema: dict | None = None,
-                 cache_prefix: str | None = None) -> Completion:
-        if "Task: split one conversation" in prompt:
-            last = re.search(r"Messages m1 to (m\d+)", prompt).group(1)
-            reply: Any = {"chunks": [{"start": "m1", "end": last, "label": "scripted topic"}]}
-        elif "Task: sort conversation chunks" in prompt:
-            ids = re.findall(r"--- chunk (c\d+)", prompt)
-            if f"- {self.bucket}:" in prompt:
-                reply = {"assignments": [{"chunk": c, "buckets": [self.bucket]} for c in ids]}
-            else:
-                reply = {"assignments": [{"chunk": c, "buckets": [], "new_bucket": {
-                    "name": self.bucket, "description": "Everything the scripted model sees."}} for c in ids]}
-        else:
-            ids = re.search(r"using only these ids: (.+)", prompt).group(1).split(", ")
-            reply = {"lead": f"**{self.bucket}** collects scripted notes.[^{ids[0]}]",
-                     "edits": [{"section": "Notes", "action": "append",
-                                "text": f"A scripted statement drawn from conversation {i}.[^{i}]"} for i in ids]}
-        self.responses.append(json.dumps(reply))
-        return super().complete(system, prompt, max_tokens=max_tokens, json_schema=json_schema,
-                                cache_prefix=cache_prefix)
+    settings = load_settings(home)
+    ledger = Ledger(settings.ledger_path)
+    yield ledger, settings
+    ledger.close()
 
 
 @pytest.fixture
@@ -104,3 +70,24 @@ def make_ctx(stage_home: Path, embedder) -> Iterator[Any]:
     yield make
     for ledger in opened:
         ledger.close()
+
+
+@pytest.fixture
+def golden():
+    """`golden(name, actual)`: compare with `fixtures/editorial/<name>` (UPDATE_GOLDEN=1 rewrites)."""
+    return lambda name, actual: check_golden(GOLDEN / name, actual)
+
+
+@pytest.fixture
+def messy_home(home: Path) -> Path:
+    """An initialised home whose articles are the messy fixture articles, committed."""
+    from stores.vault import Vault
+
+    articles = FIXTURES / "articles"
+    shutil.copy(articles / "footnotes_messy.md", home / "articles" / "Archie_Project.md")
+    shutil.copy(articles / "messy_links.md", home / "articles" / "Messy_Links.md")
+    (home / "articles" / "Agent_Platforms.md").write_text(
+        "# Agent Platforms\n\nAgent platforms run tools for models, like [[archie]].[^1]\n\n"
+        "## References\n\n[^1]: `conv:bbbbbbbb` (2026-05-02, codex) — Archie design overview\n")
+    Vault(home).commit("fixture articles")
+    return home

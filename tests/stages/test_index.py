@@ -1,8 +1,7 @@
-"""Index-stage work for recall quality and scale: contextual message embeddings, exchanges of
-named speakers, the ANN index past a threshold, and folding the access side log."""
+"""Index-stage work for recall quality: contextual message embeddings, exchanges of named
+speakers, reply links between turns, and folding the access side log into the index."""
 
 import threading
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ from memvault.markdown.tree import conversation_nodes
 from memvault.recall.access import ACCESS_LOG, append_access, fold_access
 from stores.nodes import NodeIndex
 from tasks.index import context_texts, node_hash, rows_for
+from tests.helpers import synthetic_rows
 
 DIM = 16
 
@@ -49,49 +49,6 @@ def test_message_embeddings_carry_their_neighbours_and_date() -> None:
         "k", "abcd", "Reindexing", "2024-05-01", "codex", edited), context_turns=0)}
     assert {ref for ref in plain if ref and plain[ref]["content_hash"] != plain_again[ref]["content_hash"]} == {"m3"}
     assert plain["m4"]["content_hash"] != node_hash(m4)  # m4 links to m3, its exchange's other turn
-
-
-def synthetic_rows(n: int, rng: np.random.Generator, start: int = 0) -> list[dict]:
-    centers = rng.standard_normal((8, DIM))
-    now = datetime(2025, 1, 1)
-    rows = []
-    for i in range(start, start + n):
-        v = centers[i % 8] + 0.3 * rng.standard_normal(DIM)
-        rows.append({"id": f"n{i}", "doc": f"d{i // 10}", "doc_kind": "article", "path": f"/d{i // 10}#p{i}",
-                     "parent": f"n{(i // 10) * 10}" if i % 10 else None, "kind": "paragraph", "title": f"t{i}",
-                     "text": f"word{i % 8} topic{i % 5} note {i}", "ref": None, "ord": i % 10,
-                     "vector": (v / np.linalg.norm(v)).astype(np.float32).tolist(), "pending": False,
-                     "content_hash": str(i), "created_at": now + timedelta(minutes=i), "updated_at": now,
-                     "importance": 0.5, "access": 0})
-    return rows
-
-
-def test_ann_index_is_built_past_the_threshold_and_kept_incremental(tmp_path: Path) -> None:
-    rng = np.random.default_rng(3)
-    nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
-    rows = synthetic_rows(300, rng)
-    nodes.upsert(rows)
-    nodes.set_edges([("n1", "n2", 0.8)])
-    assert [(s, d, round(w, 3)) for s, d, w in nodes.all_edges()] == [("n1", "n2", 0.8)]  # kept in n1's row
-    assert sorted(nodes.ensure_indexes(ann_threshold=1000)) == ["fts", "id", "parent"]
-    assert not nodes.has_ann()
-    assert nodes.ensure_indexes(ann_threshold=1000) == []  # nothing new: nothing to do
-    assert nodes.ensure_indexes(ann_threshold=300) == ["ann"]
-    assert nodes.has_ann()
-    # ANN search with re-ranking still finds a stored vector first, and filters still apply
-    target = np.asarray(rows[42]["vector"], dtype=np.float32)
-    assert nodes.vector_search(target, 5)[0]["id"] == "n42"
-    assert all(r["doc"] == "d4" for r in nodes.vector_search(target, 5, where="doc = 'd4'"))
-    # a small write is searched before it is indexed and costs no index rebuild
-    nodes.upsert(synthetic_rows(10, rng, start=300))
-    assert nodes.ensure_indexes(ann_threshold=300) == []
-    assert nodes.fts_search("note 305", 3)[0]["id"] == "n305"
-    new = nodes.get(["n307"], with_vectors=True)[0]
-    assert nodes.vector_search(np.asarray(new["vector"], dtype=np.float32), 3)[0]["id"] == "n307"
-    # past the fold fraction, new rows are folded into the existing indexes
-    nodes.upsert(synthetic_rows(60, rng, start=310))
-    assert nodes.ensure_indexes(ann_threshold=300) == ["fold"]
-    assert nodes.has_ann()
 
 
 def test_access_log_folds_into_counts_and_keeps_appends_made_during_the_fold(tmp_path: Path) -> None:
@@ -192,19 +149,3 @@ def test_a_grown_conversation_rewrites_the_turns_whose_links_changed(tmp_path: P
     assert {r["ref"] or r["kind"] for r in changed} == {"m1", "m2", "m3", "exchange"} and gone == []
     m2 = next(r for r in changed if r["ref"] == "m2")
     assert by_id[m2["reply"]]["ref"] == "m3"
-
-
-def test_an_index_built_by_an_older_memvault_is_refused_with_the_fix(tmp_path: Path) -> None:
-    import lancedb
-    import pyarrow as pa
-
-    from memvault.errors import IndexMismatchError
-    from stores.nodes import META_SCHEMA, node_schema
-
-    uri = str(tmp_path / "nodes.lance")
-    old = pa.schema([f for f in node_schema(DIM) if f.name not in ("similar", "reply", "kin")])
-    db = lancedb.connect(uri)
-    db.create_table("nodes", schema=old)
-    db.create_table("meta", schema=META_SCHEMA).add([{"key": "embedding_model", "value": "test-model"}])
-    with pytest.raises(IndexMismatchError, match=r"older memvault \(no `similar` column\).*memvault reindex"):
-        NodeIndex(uri, "test-model", DIM, create=False)

@@ -9,8 +9,7 @@ import pytest
 
 from memvault.models import Conversation, Message
 from tasks.ingest import run_ingest
-from tests.conftest import SAMPLES
-from tests.ingest.conftest import FORMATS, cc_session
+from tests.helpers import FORMATS, SAMPLES, cc_session, write_topics
 
 
 def _conv(native: str, *texts: str, title: str = "", leaf: str | None = None, hour: int = 1) -> Conversation:
@@ -90,10 +89,8 @@ def test_many_files_per_batch_store_what_one_file_per_batch_stores(ingest_env, h
 
 
 def test_topics_are_judged_by_the_ledger_for_new_and_edited_text(ingest_env, home: Path, tmp_path: Path) -> None:
-    from tests.ingest.test_ingest_noise_topics import _write_topics
-
     ledger, settings = ingest_env
-    _write_topics(home, "salary negotiation")
+    write_topics(home, "salary negotiation")
     path = tmp_path / "s.jsonl"
     # "negotiationé": RE2 (the ledger) counts é as a non-word character, Python would not; the
     # prefilter must still hand it to the ledger.

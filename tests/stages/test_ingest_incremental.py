@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 from tasks.ingest import run_ingest
-from tests.conftest import ROOT, SAMPLES
-from tests.ingest.conftest import FORMATS, cc_line, cc_session
+from tests.helpers import FORMATS, ROOT, SAMPLES, cc_line, cc_session
 
 
 def _count(ledger, table: str) -> int:

@@ -11,7 +11,7 @@ import tasks.ingest as ingest_mod
 from memvault.noise import MEMVAULT_SELF_CALL_SENTINEL
 from memvault.topics import parse_topics, topics_pattern
 from tasks.ingest import run_ingest
-from tests.ingest.conftest import cc_line, cc_session
+from tests.helpers import cc_line, cc_session, write_topics
 
 
 def test_own_conversations_are_never_stored_even_when_they_grow(ingest_env, tmp_path: Path) -> None:
@@ -54,15 +54,9 @@ def test_topics_page_format_matches_the_parser() -> None:
     assert not re.search(pattern, "salary negotiationsxyz")
 
 
-def _write_topics(home: Path, *topics: str) -> None:
-    page = home / "Meta" / "Topics_to_Ignore.md"
-    body = page.read_text().split("<!--")[0].split("\n- ")[0].rstrip() + "\n\n"
-    page.write_text(body + "".join(f"- {t}: private\n" for t in topics))
-
-
 def test_ignored_topics_are_ingested_but_never_chunked_or_indexed(ingest_env, home: Path, tmp_path: Path) -> None:
     ledger, settings = ingest_env
-    _write_topics(home, "salary negotiation")
+    write_topics(home, "salary negotiation")
     (tmp_path / "pay.jsonl").write_text(cc_session("pay", ["Help me prepare", "Sure.", "It is a salary negotiation with Ana",
                                                            "Lead with your market data."]))
     (tmp_path / "db.jsonl").write_text(cc_session("db", ["Tune postgres autovacuum", "Lower the scale factor."]))
@@ -78,7 +72,7 @@ def test_ignored_topics_are_ingested_but_never_chunked_or_indexed(ingest_env, ho
     assert run_ingest(ledger, settings, [("claude-code", tmp_path)]).conversations_ignored == 1
     assert ledger.conversations_to_chunk() == []
     # Removing the topic lets both back in: the changed list re-judges every conversation.
-    _write_topics(home)
+    write_topics(home)
     back = run_ingest(ledger, settings, [("claude-code", tmp_path)])
     assert back.files_changed == 0 and ledger.ignored_conversation_ids() == []
     assert len(ledger.conversations_to_chunk()) == 2 and len(ledger.conversations_to_index()) == 2

@@ -10,7 +10,7 @@ from memvault.noise import MEMVAULT_SELF_CALL_SENTINEL
 from tasks.chunk import run_chunk
 from tasks.cluster import run_cluster
 from tasks.synthesize import run_synthesize
-from tests.stages.conftest import ScriptedEngine
+from tests.helpers import ScriptedEngine
 
 BAD_JSON = "{chunks: [oops"
 TRUNCATED = '{"chunks": [{"start": "m1", "end": "m'

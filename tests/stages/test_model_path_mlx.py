@@ -10,15 +10,14 @@ import pytest
 from tasks.chunk import run_chunk
 from tasks.cluster import run_cluster
 from tasks.synthesize import run_synthesize
-from tests.engines.conftest import mlx_server, tiny_model  # noqa: F401  (session fixtures reused)
-from tests.stages.conftest import ScriptedEngine
+from tests.helpers import ScriptedEngine
 
 SMALL = {"chunk": {"max_output_tokens": 48}, "cluster": {"max_output_tokens": 48, "batch_size": 4},
          "synthesize": {"max_output_tokens": 64, "chunks_per_call": 3, "chunk_prompt_chars": 600}}
 
 
 @pytest.fixture(scope="module")
-def mlx_engine(tiny_model):  # noqa: F811
+def mlx_engine(tiny_model):
     from memvault.engines.mlx import MlxEngine
 
     engine = MlxEngine(str(tiny_model), temperature=0.0, seed=7)

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from memvault.failpoints import EXIT_CODE
-from tests.conftest import ROOT
-from tests.stages.conftest import copy_subset
+from tests.helpers import ROOT, copy_subset
 from tests.stages.plain_run import plain_execute
 
 
@@ -59,9 +58,10 @@ def check_no_duplicates(home: Path) -> None:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, embedder) -> dict[str, str]:
-    os.environ["MEMVAULT_ENGINE"] = "none"
     home, src = fresh(tmp_path_factory.mktemp("ref") / "r")
-    plain_execute(str(home), str(src))
+    with pytest.MonkeyPatch.context() as mp:  # module scope: the function-scoped monkeypatch is not available
+        mp.setenv("MEMVAULT_ENGINE", "none")
+        plain_execute(str(home), str(src))
     snap = articles(home)
     assert snap
     return snap

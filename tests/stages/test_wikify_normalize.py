@@ -7,7 +7,7 @@ import pytest
 from memvault.markdown.footnotes import check_bijection
 from tasks.normalize import run_normalize
 from tasks.wikify import run_wikify
-from tests.editorial.conftest import stage_ctx
+from tests.helpers import stage_ctx
 
 STEMS = ("Archie_Project", "Messy_Links", "Agent_Platforms")
 

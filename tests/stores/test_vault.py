@@ -13,7 +13,7 @@ from stores.ledger import Ledger
 from stores.vault import Vault
 from tasks.normalize import run_normalize
 from tasks.wikify import run_wikify
-from tests.editorial.conftest import stage_ctx
+from tests.helpers import stage_ctx
 
 ADVERSARIAL = ["../../etc/passwd", "CON", "con.txt", "x" * 300, "é" * 200, "a/b", "a\\b", "nul\x00byte",
                "\u202eevil\u200f.md", "..", ".", "", "   ", "#^[]|", "C# Tips", "C Tips", "Tabs\tand\nlines"]
