@@ -5,12 +5,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := $(CURDIR)/.demo
 
-export PREFECT_SERVER_ANALYTICS_ENABLED=false
-export DO_NOT_TRACK=1
+# Prefect's environment defaults are set by memvault/prefect_env.py (the CLI, `make run` and
+# the tests call it); these keep the embedding model offline for every command below.
 export HF_HUB_OFFLINE=1
 export TRANSFORMERS_OFFLINE=1
 export TOKENIZERS_PARALLELISM=false
-export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120
 
 .PHONY: install run test clean
 

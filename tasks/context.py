@@ -59,11 +59,10 @@ class StageContext:
 
 def build_engine(settings: Settings, model_override: str | None = None) -> tuple[Any, str]:
     """The run's model engine and a one-line reason for the choice (for the run report)."""
-    from memvault.engines import EngineSettings, make_engine
+    from memvault.engines import make_engine
 
-    model = settings.model.model_dump()
+    model = settings.model
     if model_override:
         # `--model` names the model of whichever engine is chosen.
-        model["mlx_model"] = model_override
-        model["openai_model"] = model_override
-    return make_engine(EngineSettings(engine=settings.engine, **model))
+        model = model.model_copy(update={"mlx_model": model_override, "openai_model": model_override})
+    return make_engine(model, settings.engine)

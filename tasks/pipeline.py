@@ -1,10 +1,15 @@
-"""Pipeline order is data: the flow and the CLI's --only/--from/--until slice this tuple."""
+"""Pipeline order is data: the flow and the CLI's --only/--from/--until slice this tuple.
+
+No prefect import here, so the CLI can offer the stage names without loading Prefect.
+"""
+
+from typing import Literal, get_args
 
 from memvault.errors import UsageError
 
-STAGES: tuple[str, ...] = (
-    "ingest", "chunk", "cluster", "synthesize", "wikify", "normalize", "changelog", "index",
-)
+StageName = Literal["ingest", "chunk", "cluster", "synthesize", "wikify", "normalize", "changelog", "index"]
+# The order of the names above is the order the nightly flow runs them in.
+STAGES: tuple[StageName, ...] = get_args(StageName)
 
 
 def select_stages(only: list[str] | None = None, start: str | None = None, until: str | None = None) -> list[str]:

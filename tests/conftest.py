@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import SAMPLES, child_env, free_port, run_flow, stop
-from tests.tiny_model import build_tiny_llama
+from memvault.prefect_env import apply_prefect_defaults
 
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("DO_NOT_TRACK", "1")
+apply_prefect_defaults()  # before any test module imports prefect
+
+from tests.helpers import SAMPLES, child_env, free_port, run_flow, stop  # noqa: E402
+from tests.tiny_model import build_tiny_llama  # noqa: E402
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 SERVER_START_TIMEOUT_S = 60.0
 

@@ -14,8 +14,6 @@ from memvault.errors import MemvaultError
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
-JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of text.")
-
 
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")

@@ -1,6 +1,8 @@
 """Running the pipeline from the terminal: a real Prefect flow run, with its report printed."""
 
-import os
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from memvault.cli.output import console
@@ -9,34 +11,64 @@ from memvault.cli.output import console
 def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | None = None,
                  until_stage: str | None = None, paths: list[str] | None = None, engine: str | None = None,
                  model: str | None = None, quiet: bool = False, since: str | None = None,
-                 dry_run: bool = False) -> dict[str, Any]:
+                 dry_run: bool = False, configured_sources: bool = True) -> dict[str, Any]:
     """Run the nightly flow (or a slice); validation errors surface before Prefect starts.
 
-    A dry run is no flow run: it reads the ledger (read-only) and returns the plan.
+    So does a writer lock held by another process: waiting for it (up to `lock_timeout_s`)
+    happens before a Prefect server is started, and a refusal is only the clear message. A
+    dry run is no flow run: it reads the ledger (read-only) and returns the plan.
+    ``configured_sources=False`` reads only ``paths`` (`memvault ingest PATH`).
     """
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    # A temporary Prefect server needs longer than the default 20 s on a busy 2-core machine.
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    from memvault.budget import parse_since
+    from memvault.lock import wait_until_free
     from memvault.ops.home import require_home
+    from memvault.prefect_env import apply_prefect_defaults
     from memvault.settings import load_settings
     from tasks.pipeline import select_stages
 
+    apply_prefect_defaults(quiet=quiet)
     settings = load_settings(home)
     require_home(settings.home)
     select_stages(only, from_stage, until_stage)  # misuse → UsageError before a server starts
-    from memvault.budget import parse_since
-
-    parse_since(since)
-    if quiet:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    since_at = parse_since(since)
+    if not dry_run:
+        wait_until_free(settings.state_dir, settings.lock_timeout_s)
     from flows.nightly import RunOptions, execute, nightly
 
     options = RunOptions(home=str(settings.home), only=only, from_stage=from_stage, until_stage=until_stage,
-                         paths=paths or [], engine=engine, model=model, since=since, dry_run=dry_run)
+                         paths=paths or [], configured_sources=configured_sources, engine=engine, model=model,
+                         since=since_at, dry_run=dry_run)
     if dry_run:
         return execute(options, None)
-    return nightly(options)
+    with _terminal_without_tracebacks():
+        return nightly(options)
+
+
+class _MemvaultErrorFilter(logging.Filter):
+    """Drops log records carrying a MemvaultError: the CLI prints that error's message itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from memvault.errors import MemvaultError
+
+        return not (record.exc_info and isinstance(record.exc_info[1], MemvaultError))
+
+
+@contextmanager
+def _terminal_without_tracebacks() -> Iterator[None]:
+    """Prefect logs a failed flow's exception with its traceback; in the terminal a MemvaultError
+    (another writer holds the lock, say) is followed by our own one-line message instead. Only
+    the console handler is filtered: the Prefect UI still gets the full log."""
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    handlers = [h for h in logging.getLogger().handlers if isinstance(h, PrefectConsoleHandler)]
+    quiet = _MemvaultErrorFilter()
+    for handler in handlers:
+        handler.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(quiet)
 
 
 def print_plan(plan: dict[str, Any]) -> None:

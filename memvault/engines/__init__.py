@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from memvault.engines.base import Completion, Engine, EngineError, Structured, extract_json, structured
 from memvault.engines.fake import FakeEngine
 from memvault.engines.none import NoneEngine
-from memvault.engines.settings import EngineSettings
+from memvault.engines.settings import EngineName, EngineSettings
 
 if TYPE_CHECKING:  # the real modules import lazily: mlx is heavy, httpx needless for `none`
     from memvault.engines.mlx import MlxEngine
@@ -19,6 +19,7 @@ __all__ = [
     "Completion",
     "Engine",
     "EngineError",
+    "EngineName",
     "EngineSettings",
     "FakeEngine",
     "NoneEngine",
@@ -51,31 +52,31 @@ def _openai(settings: EngineSettings) -> "OpenAIEngine":
     )
 
 
-def make_engine(settings: EngineSettings) -> tuple[Engine, str]:
-    """Build the configured engine and say, in one line, which one and why.
+def make_engine(settings: EngineSettings, engine: EngineName = "auto") -> tuple[Engine, str]:
+    """Build the ``engine`` named (the top-level `engine` setting) and say, in one line, which one and why.
 
     An explicit `mlx` or `openai` is built without probing (the model loads on first use);
     `auto` probes: mlx if `mlx_model` is set and loads, else openai if the server answers
     `GET /v1/models`, else none.
     """
-    if settings.engine == "none":
+    if engine == "none":
         return NoneEngine(), f"engine none (set in settings): {_NO_MODEL}"
-    if settings.engine == "mlx":
+    if engine == "mlx":
         if not settings.mlx_model:
             raise EngineError("engine = mlx but `mlx_model` is not set — set it to a model folder or cached repo id")
         return _mlx(settings), f"engine mlx (set in settings): {settings.mlx_model}, loaded on first use"
-    if settings.engine == "openai":
+    if engine == "openai":
         return _openai(settings), f"engine openai (set in settings): {settings.openai_base_url}"
 
     tried: list[str] = []
     if settings.mlx_model:
-        engine = _mlx(settings)
+        mlx = _mlx(settings)
         try:
-            engine.load()
+            mlx.load()
         except EngineError as exc:
             tried.append(f"mlx model did not load ({exc})")
         else:
-            return engine, f"engine mlx (auto): model {settings.mlx_model} loaded"
+            return mlx, f"engine mlx (auto): model {settings.mlx_model} loaded"
     else:
         tried.append("no `mlx_model` configured")
     server = _openai(settings)

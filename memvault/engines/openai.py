@@ -1,7 +1,8 @@
 """Engine for any OpenAI-compatible chat server (mlx_lm.server, Ollama, llama.cpp, LM Studio, vLLM).
 
 The API key comes from an environment variable only and is never logged. Connect errors,
-5xx and 429 are retried with exponential backoff; other 4xx fail at once.
+5xx and 429 are retried (tenacity) with exponential backoff, or after the server's Retry-After
+when that is longer (capped at 30 s); other 4xx fail at once.
 """
 
 import logging
@@ -10,6 +11,7 @@ import time
 from collections.abc import Callable
 
 import httpx
+import tenacity
 
 from memvault.engines.base import Completion, EngineError, check_cache_prefix
 
@@ -110,45 +112,69 @@ class OpenAIEngine:
 
     def _post_with_retries(self, body: dict[str, object]) -> dict:
         url = f"{self.base_url}/chat/completions"
-        attempt = 0
-        while True:
-            wait = self.backoff * (2**attempt)
-            try:
-                response = self._client.post(url, json=body, headers=self._headers())
-            except _RETRYABLE as exc:
-                problem = f"cannot reach {url}: {type(exc).__name__}"
-            except httpx.TimeoutException as exc:
-                raise EngineError(
-                    f"model server at {self.base_url} did not answer within {self.timeout:g}s "
-                    f"({type(exc).__name__}) — raise `timeout_s` or use a smaller model"
-                ) from exc
-            else:
-                status = response.status_code
-                if status == 200:
-                    return _json(response, url)
-                if status == 400 and "response_format" in body and "response_format" in response.text:
-                    # Some servers reject json_object mode; callers validate the JSON anyway.
-                    log.info("server at %s rejects response_format; sending without it", self.base_url)
-                    self._send_response_format = False
-                    body = {k: v for k, v in body.items() if k != "response_format"}
-                    continue
-                if status == 401 or status == 403:
-                    raise EngineError(
-                        f"model server at {self.base_url} refused the request ({status}) — "
-                        f"check the API key in ${self.api_key_env}"
-                    )
-                if status != 429 and status < 500:
-                    raise EngineError(f"model server at {self.base_url} answered {status}: {response.text[:300]}")
-                problem = f"server answered {status}"
-                wait = max(wait, _retry_after(response))
-            if attempt >= self.retries:
-                raise EngineError(
-                    f"model server at {self.base_url} failed after {attempt + 1} attempts ({problem}) — "
-                    "is it running? Start it (e.g. `mlx_lm.server --model …`) or set `engine = none`"
-                )
-            log.warning("model server: %s; retry %d/%d in %.1fs", problem, attempt + 1, self.retries, wait)
-            self._sleep(wait)
-            attempt += 1
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_Retryable),
+            stop=tenacity.stop_after_attempt(self.retries + 1),
+            wait=self._wait,
+            sleep=self._sleep,
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        try:
+            return retrying(self._post_once, url, body)
+        except _Retryable as exc:
+            raise EngineError(
+                f"model server at {self.base_url} failed after {self.retries + 1} attempts ({exc}) — "
+                "is it running? Start it (e.g. `mlx_lm.server --model …`) or set `engine = none`"
+            ) from None
+
+    def _post_once(self, url: str, body: dict[str, object]) -> dict:
+        """One request: the JSON body on 200, `_Retryable` for what deserves another try, else EngineError."""
+        try:
+            response = self._client.post(url, json=body, headers=self._headers())
+        except _RETRYABLE as exc:
+            raise _Retryable(f"cannot reach {url}: {type(exc).__name__}") from exc
+        except httpx.TimeoutException as exc:
+            raise EngineError(
+                f"model server at {self.base_url} did not answer within {self.timeout:g}s "
+                f"({type(exc).__name__}) — raise `timeout_s` or use a smaller model"
+            ) from exc
+        status = response.status_code
+        if status == 200:
+            return _json(response, url)
+        if status == 400 and "response_format" in body and "response_format" in response.text:
+            # Some servers reject json_object mode; callers validate the JSON anyway. Sending
+            # again without it is part of this attempt, not a retry.
+            log.info("server at %s rejects response_format; sending without it", self.base_url)
+            self._send_response_format = False
+            return self._post_once(url, {k: v for k, v in body.items() if k != "response_format"})
+        if status in (401, 403):
+            raise EngineError(
+                f"model server at {self.base_url} refused the request ({status}) — "
+                f"check the API key in ${self.api_key_env}"
+            )
+        if status == 429 or status >= 500:
+            raise _Retryable(f"server answered {status}", retry_after=_retry_after(response))
+        raise EngineError(f"model server at {self.base_url} answered {status}: {response.text[:300]}")
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        # Exponential backoff, or longer when the server asks for it (429/503 Retry-After).
+        exc = state.outcome.exception() if state.outcome else None
+        asked = exc.retry_after if isinstance(exc, _Retryable) else 0.0
+        return max(self.backoff * 2 ** (state.attempt_number - 1), asked)
+
+    def _log_retry(self, state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        log.warning("model server: %s; retry %d/%d in %.1fs", exc, state.attempt_number, self.retries, wait)
+
+
+class _Retryable(Exception):
+    """A failure worth another attempt: a transport error, a 5xx or a 429."""
+
+    def __init__(self, problem: str, retry_after: float = 0.0) -> None:
+        super().__init__(problem)
+        self.retry_after = retry_after
 
 
 def _retry_after(response: httpx.Response) -> float:

@@ -4,6 +4,8 @@
 edited it), and makes the initial commit only when it created the repository.
 """
 
+import json
+import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -15,6 +17,7 @@ from stores.vault import Vault
 RENAMES = {"gitignore": ".gitignore"}
 SKIP = {"__init__.py", "__pycache__"}
 
+# Where each assistant writes transcripts by default; `standard_sources` applies $CODEX_HOME.
 STANDARD_SOURCES = (
     ("claude-code", "~/.claude/projects"),
     ("codex", "~/.codex/sessions"),
@@ -49,9 +52,26 @@ def _template_files() -> list[tuple[str, bytes]]:
     return out
 
 
+def standard_sources() -> list[tuple[str, str]]:
+    """Where each assistant keeps its transcripts here; Codex honours `$CODEX_HOME` as Codex does."""
+    codex_home = os.environ.get("CODEX_HOME", "").strip()
+    return [(kind, f"{codex_home.rstrip('/')}/sessions" if kind == "codex" and codex_home else path)
+            for kind, path in STANDARD_SOURCES]
+
+
 def detect_sources() -> list[tuple[str, str]]:
     """Standard transcript locations that exist on this machine."""
-    return [(kind, path) for kind, path in STANDARD_SOURCES if Path(path).expanduser().is_dir()]
+    return [(kind, path) for kind, path in standard_sources() if Path(path).expanduser().is_dir()]
+
+
+def sources_snippet(sources: list[tuple[str, str]]) -> str:
+    """`[[sources]]` tables for memvault.toml, ready to paste (valid TOML, strings escaped)."""
+    # A JSON string is a TOML basic string: quotes, backslashes and controls escaped. Non-ASCII
+    # stays as is, since TOML refuses the surrogate pairs JSON would write for an emoji.
+    def quoted(text: str) -> str:
+        return json.dumps(text, ensure_ascii=False)
+
+    return "".join(f"\n[[sources]]\nkind = {quoted(kind)}\npath = {quoted(path)}\n" for kind, path in sources)
 
 
 def init_home(home: Path) -> InitResult:

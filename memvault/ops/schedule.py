@@ -154,7 +154,7 @@ def plan_schedule(settings: Settings, at: str | None = None, platform: str | Non
     platform = platform or current_platform()
     unit_dir = (unit_dir or default_unit_dir(platform)).expanduser().absolute()
     bin_dir = (bin_dir or Path(sys.executable).parent).absolute()
-    at = at or settings.schedule.at
+    at = at or f"{settings.schedule.at:%H:%M}"
     nightly_cron(at)  # validate before writing anything
     log_dir = settings.state_dir / "logs"
     env = _environment(settings, bin_dir)
@@ -235,7 +235,7 @@ def schedule_state(settings: Settings) -> dict[str, Any]:
         files = [str(unit_dir / n) for n in unit_names(current_platform()).values()]
     present = [f for f in files if Path(f).is_file()]
     return {"installed": bool(files) and len(present) == len(files), "files": present,
-            "at": state.get("at") or settings.schedule.at,
+            "at": state.get("at") or f"{settings.schedule.at:%H:%M}",
             "timezone": state.get("timezone") or schedule_timezone(settings)}
 
 

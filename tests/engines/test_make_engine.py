@@ -39,12 +39,12 @@ def test_auto_with_tiny_model_is_mlx(tiny_model: Path) -> None:
 
 
 def test_explicit_choices() -> None:
-    assert make_engine(EngineSettings(engine="none"))[0].name == "none"
-    assert make_engine(EngineSettings(engine="openai", openai_base_url=_nowhere()))[0].name == "openai"
-    engine, reason = make_engine(EngineSettings(engine="mlx", mlx_model="/nowhere"))
+    assert make_engine(EngineSettings(), "none")[0].name == "none"
+    assert make_engine(EngineSettings(openai_base_url=_nowhere()), "openai")[0].name == "openai"
+    engine, reason = make_engine(EngineSettings(mlx_model="/nowhere"), "mlx")
     assert engine.name == "mlx" and "first use" in reason  # explicit: not probed
     with pytest.raises(EngineError, match="mlx_model"):
-        make_engine(EngineSettings(engine="mlx"))
+        make_engine(EngineSettings(), "mlx")
 
 
 def test_every_setting_is_described() -> None:

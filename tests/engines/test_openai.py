@@ -117,3 +117,29 @@ def test_response_format_dropped_when_the_server_rejects_it() -> None:
     engine.complete("s", "p", max_tokens=3, json_schema={"type": "object"})
     engine.complete("s", "p", max_tokens=3, json_schema={"type": "object"})
     assert ["response_format" in b for b in bodies] == [True, False, False]
+
+
+def test_retry_after_is_honoured_and_capped() -> None:
+    answers = [httpx.Response(429, headers={"Retry-After": "3"}), httpx.Response(503, headers={"Retry-After": "120"}),
+               httpx.Response(503, headers={"Retry-After": "soon"}), _ok()]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return answers.pop(0)
+
+    engine, sleeps = _engine(handler, retries=3)
+    assert engine.complete("s", "p", max_tokens=3).text == "fine"
+    # Longer of backoff (0.5, 1, 2) and Retry-After; capped at 30 s; an unparseable header is ignored.
+    assert sleeps == [3.0, 30.0, 2.0]
+
+
+def test_5xx_gives_up_after_the_configured_retries() -> None:
+    calls: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        return httpx.Response(502)
+
+    engine, sleeps = _engine(handler, retries=1)
+    with pytest.raises(EngineError, match=r"failed after 2 attempts \(server answered 502\)"):
+        engine.complete("s", "p", max_tokens=3)
+    assert len(calls) == 2 and sleeps == [0.5]

@@ -1,31 +1,17 @@
-"""CLI commands of operations: `deploy`, `schedule`, `unschedule`, `backup`, `reindex`,
-`maintenance` (registered on the shared Typer app when this module is imported)."""
+"""Commands of operations: `deploy`, `schedule`, `unschedule`, `backup`, `reindex`, `maintenance`."""
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from memvault.cli.app import app
-from memvault.cli.output import JsonOpt, console, render, reporting
+from memvault.cli.context import home_settings, settings_of
+from memvault.cli.output import console, render, reporting
+from memvault.cli.params import AtOpt, DryRunFlag, JsonFlag, PlatformOpt, UnitDirOpt
 
-AtOpt = typer.Option(None, "--at", help="Nightly run time HH:MM (default [schedule] at, 03:00).")
-DryRunOpt = typer.Option(False, "--dry-run", help="Print every file and command; change nothing.")
-UnitDirOpt = typer.Option(None, "--unit-dir", envvar="MEMVAULT_UNIT_DIR",
-                          help="Where agents/units go (default ~/Library/LaunchAgents or ~/.config/systemd/user).")
-PlatformOpt = typer.Option(None, "--platform", help="darwin or linux (default: this machine).")
-
-
-def _settings(ctx: typer.Context) -> Any:
-    from memvault.settings import load_settings
-
-    return load_settings(ctx.obj.get("home"))
-
-
-def _quiet_prefect() -> None:
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
+PANEL = "Operations"
 
 
 def _print_plan(plan: dict[str, Any]) -> None:
@@ -45,8 +31,8 @@ def _print_deployments(result: dict[str, Any]) -> None:
                       highlight=False)
 
 
-@app.command()
-def deploy(ctx: typer.Context, at: str = AtOpt, dry_run: bool = DryRunOpt, as_json: bool = JsonOpt) -> None:
+@app.command(rich_help_panel=PANEL)
+def deploy(ctx: typer.Context, at: AtOpt = None, dry_run: DryRunFlag = False, as_json: JsonFlag = False) -> None:
     """Register the `nightly` and `maintenance` deployments with the running Prefect server.
 
     Needs PREFECT_API_URL. Entrypoints resolve to where memvault is installed.
@@ -54,10 +40,11 @@ def deploy(ctx: typer.Context, at: str = AtOpt, dry_run: bool = DryRunOpt, as_js
     Example: PREFECT_API_URL=http://127.0.0.1:4200/api memvault deploy --at 02:30
     """
     from memvault.ops.schedule import nightly_cron, schedule_state
+    from memvault.prefect_env import apply_prefect_defaults
 
-    _quiet_prefect()
+    apply_prefect_defaults()
     with reporting(as_json):
-        settings = _settings(ctx)
+        settings = settings_of(ctx)
         at = at or schedule_state(settings)["at"]
         nightly_cron(at)
         from deployments.deploy import planned, register
@@ -66,10 +53,10 @@ def deploy(ctx: typer.Context, at: str = AtOpt, dry_run: bool = DryRunOpt, as_js
         render(as_json, result, lambda: _print_deployments(result))
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL)
 def schedule(
-    ctx: typer.Context, at: str = AtOpt, dry_run: bool = DryRunOpt, unit_dir: Path = UnitDirOpt,
-    platform: str = PlatformOpt, as_json: bool = JsonOpt,
+    ctx: typer.Context, at: AtOpt = None, dry_run: DryRunFlag = False, unit_dir: UnitDirOpt = None,
+    platform: PlatformOpt = None, as_json: JsonFlag = False,
 ) -> None:
     """Keep a Prefect server and worker alive (launchd on macOS, systemd --user on Linux) and deploy.
 
@@ -78,13 +65,12 @@ def schedule(
     Example: memvault schedule --at 03:00 --dry-run
     """
     from memvault.errors import MemvaultError
-    from memvault.ops.home import require_home
     from memvault.ops.schedule import apply, plan_schedule, wait_for_server
+    from memvault.prefect_env import apply_prefect_defaults
 
-    _quiet_prefect()
+    apply_prefect_defaults()
     with reporting(as_json):
-        settings = _settings(ctx)
-        require_home(settings.home)
+        settings = home_settings(ctx)
         plan = plan_schedule(settings, at=at, platform=platform, unit_dir=unit_dir)
         api = settings.schedule.api_url
         if dry_run:
@@ -114,20 +100,21 @@ def schedule(
         render(as_json, result, text)
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL)
 def unschedule(
-    ctx: typer.Context, dry_run: bool = DryRunOpt, unit_dir: Path = UnitDirOpt, platform: str = PlatformOpt,
-    as_json: bool = JsonOpt,
+    ctx: typer.Context, dry_run: DryRunFlag = False, unit_dir: UnitDirOpt = None, platform: PlatformOpt = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Remove the deployments' schedules and the launchd agents / systemd units (idempotent).
 
     Example: memvault unschedule --dry-run
     """
     from memvault.ops.schedule import apply, plan_unschedule, wait_for_server
+    from memvault.prefect_env import apply_prefect_defaults
 
-    _quiet_prefect()
+    apply_prefect_defaults()
     with reporting(as_json):
-        settings = _settings(ctx)
+        settings = settings_of(ctx)
         plan = plan_unschedule(settings, platform=platform, unit_dir=unit_dir)
         api = settings.schedule.api_url
         if dry_run:
@@ -150,9 +137,12 @@ def unschedule(
         render(as_json, result, text)
 
 
-@app.command()
-def backup(ctx: typer.Context, dest: Path = typer.Argument(..., help="A new folder outside the home."),
-           as_json: bool = JsonOpt) -> None:
+@app.command(rich_help_panel=PANEL)
+def backup(
+    ctx: typer.Context,
+    dest: Annotated[Path, typer.Argument(metavar="DEST", help="A new folder outside the home.", show_default=False)],
+    as_json: JsonFlag = False,
+) -> None:
     """Copy the whole home (vault, .git, ledger, index, reports) consistently, while no run writes.
 
     Example: memvault backup /Volumes/Backup/memvault-2026-06-01
@@ -160,7 +150,7 @@ def backup(ctx: typer.Context, dest: Path = typer.Argument(..., help="A new fold
     from memvault.ops.backup import backup_home
 
     with reporting(as_json):
-        result = backup_home(_settings(ctx), dest)
+        result = backup_home(settings_of(ctx), dest)
 
         def text() -> None:
             console.print(f"backed up {result['home']} → {result['dest']}: {result['files']} files, "
@@ -171,8 +161,8 @@ def backup(ctx: typer.Context, dest: Path = typer.Argument(..., help="A new fold
         render(as_json, result, text)
 
 
-@app.command()
-def reindex(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
+@app.command(rich_help_panel=PANEL)
+def reindex(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Rebuild the node index from the ledger and the vault into a new directory, then swap.
 
     Recall keeps using the old index until the new one is complete.
@@ -182,15 +172,13 @@ def reindex(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from memvault.embeddings import Embedder
-    from memvault.ops.home import require_home
     from memvault.lock import writer_lock
+    from memvault.ops.reindex import rebuild_index
     from stores.ledger import Ledger
     from stores.vault import Vault
-    from memvault.ops.reindex import rebuild_index
 
     with reporting(as_json):
-        settings = _settings(ctx)
-        require_home(settings.home)
+        settings = home_settings(ctx)
         with writer_lock(settings.state_dir, "memvault reindex", settings.lock_timeout_s), \
                 Progress(TextColumn("embedding nodes"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                          console=console, disable=as_json, transient=True) as bar:
@@ -206,12 +194,13 @@ def reindex(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
             f"live index now {result['new_index']} (was {result['old_index']})", highlight=False))
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL)
 def maintenance(
     ctx: typer.Context,
-    step: list[str] = typer.Option(None, "--step", help="Only this step (repeatable): merge, edges, tiers, "
-                                                         "compact, retire, checkpoint."),
-    as_json: bool = JsonOpt,
+    step: Annotated[list[str] | None, typer.Option(
+        "--step", metavar="STEP", show_default=False,
+        help="Only this step (repeatable): merge, edges, tiers, compact, retire, checkpoint.")] = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Run the maintenance flow now (a Prefect flow run): merge, edges, tiers, compact, checkpoint.
 
@@ -220,15 +209,11 @@ def maintenance(
     from pydantic import ValidationError
 
     from memvault.errors import UsageError
-    from memvault.ops.home import require_home
+    from memvault.prefect_env import apply_prefect_defaults
 
-    _quiet_prefect()
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    if as_json:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")  # stdout is the JSON document
+    apply_prefect_defaults(quiet=as_json)  # under --json, stdout is the JSON document
     with reporting(as_json):
-        settings = _settings(ctx)
-        require_home(settings.home)
+        settings = home_settings(ctx)
         from flows.maintenance import MaintenanceOptions
         from flows.maintenance import maintenance as flow
 

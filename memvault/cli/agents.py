@@ -1,15 +1,19 @@
-"""CLI commands of the agent doors: `mcp`, `serve`, `agent-setup`, `index-brief`
-(registered on the shared Typer app when this module is imported)."""
+"""Commands of the agent doors: `mcp`, `serve`, `index-brief`, `agent-setup`."""
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from memvault.cli.app import app
-from memvault.cli.output import JsonOpt, console, err_console, render, reporting
+from memvault.cli.context import home_settings, settings_of
+from memvault.cli.output import console, err_console, render, reporting
+from memvault.cli.params import JsonFlag
+
+PANEL = "Agents"
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL)
 def mcp(ctx: typer.Context) -> None:
     """Serve the memory as read-only MCP tools over stdio (for Claude Code and other MCP clients).
 
@@ -23,13 +27,14 @@ def mcp(ctx: typer.Context) -> None:
         run_stdio(open_service(ctx.obj.get("home")))
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL)
 def serve(
     ctx: typer.Context,
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback unless --allow-remote)."),
-    port: int = typer.Option(8765, "--port", min=1, max=65535, help="TCP port."),
-    allow_remote: bool = typer.Option(False, "--allow-remote",
-                                      help="Allow a non-loopback --host (the API has no authentication)."),
+    host: Annotated[str, typer.Option("--host", metavar="ADDRESS",
+                                      help="Address to bind (loopback unless --allow-remote).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", min=1, max=65535, help="TCP port.")] = 8765,
+    allow_remote: Annotated[bool, typer.Option(
+        "--allow-remote", help="Allow a non-loopback --host (the API has no authentication).")] = False,
 ) -> None:
     """Serve the agent API as local HTTP/JSON (search, recall, timeline, get, articles).
 
@@ -46,36 +51,37 @@ def serve(
         run_http(shared, host, port, allow_remote)
 
 
-@app.command("index-brief")
+@app.command("index-brief", rich_help_panel=PANEL)
 def index_brief(
     ctx: typer.Context,
-    max_chars: int = typer.Option(1_500, "--max-chars", min=500, help="Longest brief, in characters."),
+    max_chars: Annotated[int, typer.Option("--max-chars", metavar="N", min=500,
+                                           help="Longest brief, in characters.")] = 1_500,
 ) -> None:
     """Print the article index (titles only) in a <memvault-index> block, for a SessionStart hook.
 
     Example: memvault --home ~/memvault index-brief
     """
     from memvault.ops.agent_setup import index_brief as brief
-    from memvault.ops.home import require_home
-    from memvault.settings import load_settings
 
     with reporting(False):
-        settings = load_settings(ctx.obj.get("home"))
-        require_home(settings.home)
-        print(brief(settings.home, max_chars))
+        print(brief(home_settings(ctx).home, max_chars))
 
 
-@app.command("agent-setup")
+@app.command("agent-setup", rich_help_panel=PANEL)
 def agent_setup(
     ctx: typer.Context,
-    client: str = typer.Argument(..., help="The agent to set up: claude-code."),
-    apply: bool = typer.Option(False, "--apply", help="Write the files (default: only print what would be written)."),
-    claude_dir: Path = typer.Option(Path("~/.claude"), "--claude-dir", help="Claude Code's settings folder."),
-    claude_json: Path = typer.Option(None, "--claude-json",
-                                     help="Claude Code's user config with `mcpServers` (default: .claude.json beside --claude-dir)."),
-    exe: str = typer.Option(None, "--exe", help="Path of the memvault executable (default: found automatically)."),
-    force: bool = typer.Option(False, "--force", help="Replace a skill file that was edited by hand."),
-    as_json: bool = JsonOpt,
+    client: Annotated[str, typer.Argument(metavar="AGENT", help="The agent to set up: claude-code.", show_default=False)],
+    apply: Annotated[bool, typer.Option(
+        "--apply", help="Write the files (default: only print what would be written).")] = False,
+    claude_dir: Annotated[Path, typer.Option("--claude-dir", metavar="PATH",
+                                             help="Claude Code's settings folder.")] = Path("~/.claude"),
+    claude_json: Annotated[Path | None, typer.Option(
+        "--claude-json", metavar="PATH",
+        help="Claude Code's user config with `mcpServers` (default: .claude.json beside --claude-dir).")] = None,
+    exe: Annotated[str | None, typer.Option(
+        "--exe", metavar="PATH", help="Path of the memvault executable (default: found automatically).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace a skill file that was edited by hand.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Register memvault with an agent: MCP server, SessionStart index hook, skill file.
 
@@ -83,15 +89,14 @@ def agent_setup(
     """
     import json
 
-    from memvault.ops.agent_setup import apply_plan, claude_code_plan
     from memvault.errors import UsageError
-    from memvault.settings import load_settings
+    from memvault.ops.agent_setup import apply_plan, claude_code_plan
 
     with reporting(as_json):
         if client != "claude-code":
             raise UsageError(f"unknown agent {client!r} — supported: claude-code (any other MCP client: "
                              "run `memvault mcp` as a stdio server, see docs/agents.md)")
-        home = load_settings(ctx.obj.get("home")).home
+        home = settings_of(ctx).home
         plan = claude_code_plan(home, claude_dir, claude_json, exe)
         if apply:
             apply_plan(plan, force=force)

@@ -1,12 +1,15 @@
-"""CLI commands of the editorial area: `lint` and `forget` (registered on the shared Typer app
-when this module is imported)."""
+"""Commands of the editorial area: `lint` and `forget`."""
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-from memvault.cli.app import _settings, app
-from memvault.cli.output import JsonOpt, console, emit_json, err_console, reporting
+from memvault.cli.app import app
+from memvault.cli.context import home_settings
+from memvault.cli.output import console, emit_json, err_console, reporting
+from memvault.cli.params import JsonFlag
+
+PANEL = "Editorial"
 
 
 def _finding_line(f: Any, warn: bool = False) -> str:
@@ -14,12 +17,13 @@ def _finding_line(f: Any, warn: bool = False) -> str:
     return f"{f.file}:{f.line}: [{tag}] {f.rule}: {f.message}"
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL)
 def lint(
     ctx: typer.Context,
-    fix: bool = typer.Option(False, "--fix", help="Normalize and wikify the whole vault, in one commit."),
-    max_words: int = typer.Option(3000, "--max-words", help="Articles longer than this are reported as oversize."),
-    as_json: bool = JsonOpt,
+    fix: Annotated[bool, typer.Option("--fix", help="Normalize and wikify the whole vault, in one commit.")] = False,
+    max_words: Annotated[int, typer.Option("--max-words", metavar="N",
+                                           help="Articles longer than this are reported as oversize.")] = 3000,
+    as_json: JsonFlag = False,
 ) -> None:
     """Check every article (footnotes, links, structure, names, files) and report file:line findings.
 
@@ -29,14 +33,12 @@ def lint(
     Example: memvault lint --fix
     """
     from memvault.errors import UsageError
-    from memvault.ops.home import require_home
     from memvault.ops.lint import fix_home, lint_home
 
     with reporting(as_json):
         if max_words < 1:
             raise UsageError("--max-words must be at least 1")
-        settings = _settings(ctx)
-        require_home(settings.home)
+        settings = home_settings(ctx)
         if not fix:
             findings = lint_home(settings.home, max_words)
             if as_json:
@@ -71,28 +73,28 @@ def lint(
         raise typer.Exit(1 if report.unfixed else 0)
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL)
 def forget(
     ctx: typer.Context,
-    title: str = typer.Argument(None, help="Article title or file stem."),
-    conversation: str = typer.Option(None, "--conversation", help="A conversation id (conv:1a2b3c4d; any unique prefix)."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    as_json: bool = JsonOpt,
+    title: Annotated[str | None, typer.Argument(metavar="TITLE", show_default=False,
+                                                help="Article title or file stem.")] = None,
+    conversation: Annotated[str | None, typer.Option(
+        "--conversation", metavar="ID", help="A conversation id (conv:1a2b3c4d; any unique prefix).")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Remove an article (in a git commit, recoverable) or a conversation (ledger, index, citations).
 
     Example: memvault forget "Postgres Backup" --yes
     """
-    from memvault.ops import forget as core
     from memvault.errors import UsageError
-    from memvault.ops.home import require_home
     from memvault.lock import writer_lock
+    from memvault.ops import forget as core
 
     with reporting(as_json):
         if (title is None) == (conversation is None):
             raise UsageError("give either an article TITLE or --conversation conv:ID (one of them)")
-        settings = _settings(ctx)
-        require_home(settings.home)
+        settings = home_settings(ctx)
         if title is not None:
             plan = core.plan_article(settings, title)
             question = (f"Forget the article '{plan.title}' ({plan.path}"

@@ -1,0 +1,32 @@
+"""What a command gets from the global options: the settings of its home, the memory service."""
+
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+if TYPE_CHECKING:  # heavy: imported inside the helpers, when a command runs
+    from memvault.ops.memory import MemoryService
+    from memvault.settings import Settings
+
+
+def settings_of(ctx: typer.Context, **overrides: Any) -> "Settings":
+    """The settings of the home named by `--home` / MEMVAULT_HOME (``overrides`` are flags)."""
+    from memvault.settings import load_settings
+
+    return load_settings(ctx.obj.get("home"), **overrides)
+
+
+def home_settings(ctx: typer.Context) -> "Settings":
+    """As :func:`settings_of`, for a command that needs an initialised home (NoHomeError if not)."""
+    from memvault.ops.home import require_home
+
+    settings = settings_of(ctx)
+    require_home(settings.home)
+    return settings
+
+
+def service_of(ctx: typer.Context) -> "MemoryService":
+    """The read-only memory service (recall, search, articles) over the home."""
+    from memvault.ops.memory import MemoryService
+
+    return MemoryService(home_settings(ctx))

@@ -1,0 +1,76 @@
+"""Commands of the memory home: `init` and `status`."""
+
+import typer
+
+from memvault.cli.app import app
+from memvault.cli.context import settings_of
+from memvault.cli.output import console, render, reporting
+from memvault.cli.params import JsonFlag
+
+PANEL = "Memory home"
+
+
+@app.command(rich_help_panel=PANEL)
+def init(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Create the memory home (idempotent: adds missing files, never overwrites).
+
+    Example: memvault --home ~/memvault init
+    """
+    from memvault.lock import writer_lock
+    from memvault.ops.home import init_home, sources_snippet
+
+    with reporting(as_json):
+        settings = settings_of(ctx)
+        with writer_lock(settings.state_dir, "memvault init", settings.lock_timeout_s):
+            result = init_home(settings.home)
+        data = {"home": str(result.home), "created": result.created, "kept": result.kept,
+                "committed": result.committed,
+                "detected_sources": [{"kind": k, "path": p} for k, p in result.detected_sources]}
+
+        def text() -> None:
+            verb = "created" if result.created else "already complete"
+            console.print(f"memory home {result.home}: {verb} ({len(result.created)} file(s) added)", highlight=False)
+            if result.detected_sources:
+                found = ", ".join(f"{kind} at {path}" for kind, path in result.detected_sources)
+                console.print(f"found transcripts: {found} — add to {result.home / 'memvault.toml'}:",
+                              highlight=False, markup=False)
+                # Plain print: rich markup would eat `[[sources]]`, and this is meant to be pasted.
+                print(sources_snippet(result.detected_sources), end="")
+
+        render(as_json, data, text)
+
+
+@app.command(rich_help_panel=PANEL)
+def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Counts, last run and engine of the memory home.
+
+    Example: memvault status --json
+    """
+    from memvault.ops.status import gather_status
+
+    with reporting(as_json):
+        data = gather_status(settings_of(ctx))
+
+        def text() -> None:
+            console.print(f"home: {data['home']}")
+            console.print(f"engine: {data['engine']}")
+            for key in ("conversations", "messages", "chunks", "buckets", "articles", "nodes"):
+                console.print(f"{key}: {data[key]}")
+            last = data["last_run"]
+            console.print("last run: " + (f"{last['run_id']} {last['status']} at {last['finished_at']}" if last else "never"))
+            if data.get("engine_in_use"):
+                console.print(f"engine in use (last run): {data['engine_in_use']}")
+            size = data.get("index_bytes")
+            console.print(f"index: {data.get('index_uri')} ({'size not measured' if size is None else f'{size / 1e6:.1f} MB'}, "
+                          f"model {data.get('embedding_model') or 'none'})", highlight=False)
+            sched = data.get("schedule") or {}
+            console.print("schedule: " + (f"installed, nightly at {sched['at']} ({sched['timezone']}): {', '.join(sched['files'])}"
+                                          if sched.get("installed") else "not installed (`memvault schedule`)"), highlight=False)
+            nxt = data.get("next_run")
+            if nxt:
+                console.print(f"next run: {nxt.get('next_run') or 'none scheduled'}"
+                              + (f" — {nxt['note']}" if nxt.get("note") else ""), highlight=False)
+            if data.get("note"):
+                console.print(data["note"])
+
+        render(as_json, data, text)

@@ -1,0 +1,39 @@
+"""Parameter types the commands share: Annotated options and the Enums Typer offers as choices.
+
+Only light imports here: every command module imports this at `memvault --help` time.
+"""
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tasks.pipeline import STAGES
+
+# Typer validates choices from an Enum (it cannot take a list of Literals); the names come
+# from the pipeline's own tuple, so a new stage is a choice without touching the CLI.
+Stage = StrEnum("Stage", {name.upper(): name for name in STAGES})
+
+
+class Engine(StrEnum):
+    """The `engine` setting's choices (memvault.engines.settings.EngineName, checked by a test)."""
+
+    AUTO = "auto"
+    MLX = "mlx"
+    OPENAI = "openai"
+    NONE = "none"
+
+
+STAGE_LIST = ", ".join(STAGES)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of text.")]
+DryRunFlag = Annotated[bool, typer.Option("--dry-run", help="Print every file and command; change nothing.")]
+AtOpt = Annotated[str | None, typer.Option("--at", metavar="HH:MM",
+                                           help="Nightly run time, 24-hour (default [schedule] at, 03:00).")]
+UnitDirOpt = Annotated[Path | None, typer.Option(
+    "--unit-dir", metavar="PATH", envvar="MEMVAULT_UNIT_DIR",
+    help="Where agents/units go (default ~/Library/LaunchAgents or ~/.config/systemd/user).")]
+PlatformOpt = Annotated[str | None, typer.Option("--platform", metavar="NAME",
+                                                 help="darwin or linux (default: this machine).")]
+TitleArg = Annotated[str, typer.Argument(metavar="TITLE", help="Article title or file stem.", show_default=False)]

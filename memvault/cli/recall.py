@@ -1,0 +1,166 @@
+"""Commands of recall, read-only: `recall`, `search`, `timeline`, `get`, and the article tools
+`articles`, `read`, `toc`, `links`."""
+
+from typing import Annotated
+
+import typer
+
+from memvault.cli.app import app
+from memvault.cli.context import service_of
+from memvault.cli.output import console, render, reporting
+from memvault.cli.params import JsonFlag, TitleArg
+
+PANEL = "Recall"
+
+QueryArg = Annotated[str, typer.Argument(metavar="QUERY", help="What to remember.", show_default=False)]
+
+
+@app.command(rich_help_panel=PANEL)
+def recall(
+    ctx: typer.Context,
+    query: QueryArg,
+    max_nodes: Annotated[int | None, typer.Option("--max-nodes", metavar="N", min=1,
+                                                  help="Most nodes in the block.")] = None,
+    max_chars: Annotated[int | None, typer.Option("--max-chars", metavar="N", min=1,
+                                                  help="Most characters in the block.")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each hit's score terms.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Print a <memory-recall> block for QUERY (hybrid vector + full-text search).
+
+    Example: memvault recall "when does the postgres backup run?"
+    """
+    with reporting(as_json):
+        result = service_of(ctx).recall(query, max_nodes=max_nodes, max_chars=max_chars)
+
+        def text() -> None:
+            print(result["block"])
+            if explain:
+                for h in result["hits"]:
+                    console.print(f"{h['score']:.4f} {h['path']}: {h['explain']}", highlight=False)
+
+        render(as_json, result, text)
+
+
+@app.command(rich_help_panel=PANEL)
+def search(
+    ctx: typer.Context,
+    query: QueryArg,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", min=1, help="Most hits.")] = 10,
+    as_json: JsonFlag = False,
+) -> None:
+    """Ids, titles and paths of the best matches (no bodies; use `get` for those).
+
+    Example: memvault search tidepool --limit 5
+    """
+    with reporting(as_json):
+        hits = service_of(ctx).search(query, limit)
+
+        def text() -> None:
+            for h in hits:
+                console.print(f"{h['score']:.4f}  {h['id']}  {h['path']}", highlight=False)
+
+        render(as_json, {"query": query, "hits": hits}, text)
+
+
+@app.command(rich_help_panel=PANEL)
+def timeline(
+    ctx: typer.Context,
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="Anchor node id from `search`.", show_default=False)],
+    before: Annotated[int, typer.Option("--before", metavar="N", min=0, help="Nodes before the anchor.")] = 3,
+    after: Annotated[int, typer.Option("--after", metavar="N", min=0, help="Nodes after the anchor.")] = 3,
+    as_json: JsonFlag = False,
+) -> None:
+    """Nodes around an anchor, in document order.
+
+    Example: memvault timeline 1f2e3d4c5b6a79880011223344556677 --before 2 --after 2
+    """
+    with reporting(as_json):
+        rows = service_of(ctx).timeline(node_id, before, after)
+
+        def text() -> None:
+            for r in rows:
+                console.print(("→ " if r["anchor"] else "  ") + f"{r['path']}: {r['text'][:160]}", highlight=False)
+
+        render(as_json, rows, text)
+
+
+@app.command(rich_help_panel=PANEL)
+def get(
+    ctx: typer.Context,
+    ids: Annotated[list[str], typer.Argument(metavar="ID", help="Node ids from `search`.", show_default=False)],
+    as_json: JsonFlag = False,
+) -> None:
+    """Full nodes by id.
+
+    Example: memvault get 1f2e3d4c5b6a79880011223344556677
+    """
+    with reporting(as_json):
+        rows = service_of(ctx).get(ids)
+
+        def text() -> None:
+            for r in rows:
+                console.print(f"[bold]{r['path']}[/bold]\n{r['text']}\n", highlight=False)
+
+        render(as_json, rows, text)
+
+
+@app.command(rich_help_panel=PANEL)
+def articles(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """List the articles of the vault.
+
+    Example: memvault articles --json
+    """
+    with reporting(as_json):
+        rows = service_of(ctx).list_articles()
+
+        def text() -> None:
+            for r in rows:
+                console.print(f"{r['title']}  ({r['words']} words, {r['citations']} citations)  {r['path']}", highlight=False)
+
+        render(as_json, rows, text)
+
+
+@app.command(rich_help_panel=PANEL)
+def read(
+    ctx: typer.Context,
+    title: TitleArg,
+    section: Annotated[str | None, typer.Option("--section", metavar="SECTION",
+                                                help="Only this section (title or path).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Print an article (or one section of it).
+
+    Example: memvault read "Postgres Backup" --section Retention
+    """
+    with reporting(as_json):
+        service = service_of(ctx)
+        data = service.read_section(title, section) if section else service.read_article(title)
+        render(as_json, data, lambda: print(data["text"], end=""))
+
+
+@app.command(rich_help_panel=PANEL)
+def toc(ctx: typer.Context, title: TitleArg, as_json: JsonFlag = False) -> None:
+    """Table of contents of an article.
+
+    Example: memvault toc Tidepool
+    """
+    with reporting(as_json):
+        rows = service_of(ctx).article_toc(title)
+        render(as_json, rows, lambda: [console.print(f"{r['path']}", highlight=False) for r in rows])
+
+
+@app.command(rich_help_panel=PANEL)
+def links(ctx: typer.Context, title: TitleArg, as_json: JsonFlag = False) -> None:
+    """Wikilinks out of and into an article.
+
+    Example: memvault links Tidepool --json
+    """
+    with reporting(as_json):
+        data = service_of(ctx).article_links(title)
+
+        def text() -> None:
+            console.print("out: " + ", ".join(data["out"]))
+            console.print("in: " + ", ".join(data["in"]))
+
+        render(as_json, data, text)
