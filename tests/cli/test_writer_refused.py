@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
-from tests.procs import stop
+from tests.helpers import ROOT, stop
 
 HOLDER = """
 import sys
