@@ -4,8 +4,13 @@ import json
 import shutil
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from memvault.cli import app
 from tests.helpers import SAMPLES
 from tests.helpers import cli as invoke
+
+runner = CliRunner()
 
 
 def test_missing_home_says_run_init(tmp_path: Path) -> None:
