@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from memvault.errors import LockedError
 
 LOCK_NAME = "writer.lock"
 
 
-def holder(state_dir: Path) -> dict | None:
+def holder(state_dir: Path) -> dict[str, Any] | None:
     """Who holds the lock right now, or None when nobody does."""
     path = state_dir / LOCK_NAME
     if not path.exists():
@@ -31,7 +32,8 @@ def holder(state_dir: Path) -> dict | None:
         except BlockingIOError:
             fh.seek(0)
             try:
-                return json.loads(fh.read() or "{}")
+                note: dict[str, Any] = json.loads(fh.read() or "{}")
+                return note
             except json.JSONDecodeError:
                 return {}
         fcntl.flock(fh, fcntl.LOCK_UN)

@@ -64,10 +64,10 @@ def show_buckets(buckets: dict[str, str]) -> str:
 def decide(reply: ClusterReply, n: int, known: dict[str, str]) -> list[Decision]:
     """One decision per chunk `c1…cn`; `known` maps `key(name)` → canonical bucket name."""
     by_chunk: dict[int, ClusterItem] = {}
-    for item in reply.assignments:
-        digits = "".join(ch for ch in item.chunk if ch.isdigit())
+    for answer in reply.assignments:
+        digits = "".join(ch for ch in answer.chunk if ch.isdigit())
         if digits and 1 <= int(digits) <= n and int(digits) - 1 not in by_chunk:
-            by_chunk[int(digits) - 1] = item
+            by_chunk[int(digits) - 1] = answer
     out = []
     for i in range(n):
         item = by_chunk.get(i)

@@ -253,7 +253,8 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
     result.files_changed += 1
     jsonl = kind in JSONL_KINDS
     while True:
-        parsed = parse_file(path, kind, offset, state, max_bytes=slice_bytes if jsonl else None)
+        # `kind` is a SourceKind once discovery detected it (a str in the watermark row).
+        parsed = parse_file(path, kind, offset, state, max_bytes=slice_bytes if jsonl else None)  # type: ignore[arg-type]
         consumed = max(parsed.end_offset - offset, 0)
         more = jsonl and consumed >= slice_bytes  # stopped at the slice limit, not at the end
         result.errors.extend(parsed.errors)
@@ -335,7 +336,7 @@ def _fewer_gc_passes() -> Iterator[None]:
 
 def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]], progress: Any = None,
                slice_bytes: int = SLICE_BYTES) -> IngestResult:
-    """Ingest every file under ``roots``; ``progress`` is a memvault.ingest_progress.ProgressSink."""
+    """Ingest every file under ``roots``; ``progress`` is a memvault.progress.Progress."""
     result = IngestResult()
     pattern = apply_topics(ledger, settings, result)
     files, errors = discover(roots)
@@ -343,11 +344,13 @@ def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]]
     sizes = [_file_size(p) for _, p in files]
     marks = ledger.watermarks()  # one query, so an unchanged file costs only its stat
     if progress is not None:
-        progress.begin(len(files), sum(sizes))
+        progress.begin(sum(sizes), f"{len(files)} file(s)")
     with _fewer_gc_passes(), ledger.bulk_load(), _Batches(ledger, result, max(slice_bytes, BATCH_BYTES), pattern=pattern) as batches:
         folders: dict[Path, Path] = {}
         for (kind, path), size in zip(files, sizes):
             _ingest_one(ledger, settings, result, batches, marks, kind, path, size, progress, slice_bytes, folders)
+    if progress is not None:
+        progress.done()
     return result
 
 
@@ -368,8 +371,7 @@ def _ingest_one(ledger: Ledger, settings: Settings, result: IngestResult, batche
         result.errors.append(LineError(file=str(path), error=f"{type(exc).__name__}: {exc}"))
     if progress is not None:
         # Unchanged or appended files read less than their size: the bar still completes.
-        progress.advance(max(size - (result.bytes_read - before), 0))
-        progress.file_done(path)
+        progress.advance(max(size - (result.bytes_read - before), 0), path.name)
 
 
 def drop_ignored_from_index(ctx: Any, cids: list[str]) -> int:
@@ -385,7 +387,7 @@ def drop_ignored_from_index(ctx: Any, cids: list[str]) -> int:
 @task(name="ingest", retries=1, retry_delay_seconds=2, cache_policy=NONE)
 def ingest(ctx: Any) -> dict[str, Any]:
     """Prefect task: ingest configured sources plus any ad hoc paths of this run."""
-    from memvault.ingest_progress import current
+    from memvault.progress import current
 
     log = get_run_logger()
     roots = configured_roots(ctx.settings) + [("auto", p) for p in ctx.extra_paths]

@@ -15,6 +15,9 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+from memvault.logs import route_to_prefect  # noqa: E402 - before anything imports Prefect
+
+route_to_prefect()
 
 
 @pytest.fixture

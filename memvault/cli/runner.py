@@ -18,6 +18,9 @@ def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | 
     os.environ.setdefault("DO_NOT_TRACK", "1")
     # A temporary Prefect server needs longer than the default 20 s on a busy 2-core machine.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    from memvault.logs import route_to_prefect
+
+    route_to_prefect()
     from memvault.ops.home import require_home
     from memvault.settings import load_settings
     from tasks.pipeline import select_stages
@@ -35,7 +38,7 @@ def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | 
     options = RunOptions(home=str(settings.home), only=only, from_stage=from_stage, until_stage=until_stage,
                          paths=paths or [], engine=engine, model=model, since=since, dry_run=dry_run)
     if dry_run:
-        return execute(options, None)
+        return execute(options)
     return nightly(options)
 
 

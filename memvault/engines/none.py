@@ -1,5 +1,7 @@
 """The engine used when no model is available: stages take their no-model path."""
 
+from typing import Any
+
 from memvault.engines.base import Completion, EngineError
 
 
@@ -15,7 +17,7 @@ class NoneEngine:
         prompt: str,
         *,
         max_tokens: int,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
         cache_prefix: str | None = None,
     ) -> Completion:
         """Always fail: a stage reached for a model while none is configured."""
