@@ -18,7 +18,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from memvault.failpoints import failpoint
-from memvault.ids import short_ids
+from memvault.ids import conv_ref, short_ids
 from memvault.markdown.tree import TreeNode, article_nodes, conversation_nodes, truncate
 from memvault.recall.access import ACCESS_LOG, fold_access
 from stores.nodes import NodeIndex, now_utc
@@ -26,6 +26,12 @@ from tasks.context import StageContext, StageResult
 from tasks.text import EMBED_CHARS
 
 log = logging.getLogger(__name__)
+
+# A new node's importance prior (in [0, 1]; recall weighs it by `w_importance`, a small term).
+# An article is memory already distilled and cited, a conversation turn the raw material, so
+# an article starts a little ahead; both stay mid-scale so access and edits can move them.
+ARTICLE_IMPORTANCE = 0.5
+CONVERSATION_IMPORTANCE = 0.3
 
 
 def node_id(doc: str, path: str) -> str:
@@ -122,7 +128,7 @@ def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int =
             "parent": node_id(doc, _stable(n.parent)) if n.parent else None, "kind": n.kind, "title": n.title,
             "text": n.text, "fts_text": embed_text or n.text, "ref": n.ref, "ord": n.order, "vector": None, "pending": True,
             "content_hash": node_hash(n, embed_text, links), "created_at": created.replace(tzinfo=None), "updated_at": now,
-            "importance": 0.5 if doc_kind == "article" else 0.3, "access": 0,
+            "importance": ARTICLE_IMPORTANCE if doc_kind == "article" else CONVERSATION_IMPORTANCE, "access": 0,
             "similar": [], "reply": node_id(doc, _stable(reply[n.path])) if n.path in reply else None,
             "kin": [node_id(doc, _stable(p)) for p in kins.get(n.path, [])],
         })
@@ -144,7 +150,7 @@ def conversation_rows(ledger: Any, cid: str, short: str, context_turns: int) -> 
             if not m["low_value"]]
     date = conv["started_at"].strftime("%Y-%m-%d") if conv["started_at"] else None
     tree = conversation_nodes(cid, short, conv["title"] or "", date, conv["source"], msgs)
-    return rows_for(f"conv:{cid}", "conversation", tree, context_turns)
+    return rows_for(conv_ref(cid), "conversation", tree, context_turns)
 
 
 def embed_rows(embedder: Any, rows: list[dict[str, Any]], dim: int) -> int:
@@ -245,7 +251,7 @@ def run_index(ctx: StageContext) -> IndexResult:
     todo = ledger.conversations_to_index()
     shorts = short_ids(ledger.conversation_ids())
     for cid in todo:
-        changed, gone = sync_doc(nodes, f"conv:{cid}", conversation_rows(ledger, cid, shorts[cid], settings.context_turns))
+        changed, gone = sync_doc(nodes, conv_ref(cid), conversation_rows(ledger, cid, shorts[cid], settings.context_turns))
         writes += changed
         deletes += gone
         docs_seen += 1

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from memvault.errors import MemvaultError
 from memvault.failpoints import failpoint
+from memvault.ids import conv_ref
 from memvault.models import Conversation, LineError
 from memvault.settings import Settings
 from stores.ledger import Ledger
@@ -376,8 +377,8 @@ def _ingest_one(ledger: Ledger, settings: Settings, result: IngestResult, batche
 
 def drop_ignored_from_index(ctx: Any, cids: list[str]) -> int:
     """Remove the index nodes of conversations that just became ignored (so recall skips them)."""
-    indexed = [c for c in cids if ctx.nodes.doc_hashes(f"conv:{c}")]
-    ids = [i for c in indexed for i in ctx.nodes.doc_hashes(f"conv:{c}")]
+    indexed = [c for c in cids if ctx.nodes.doc_hashes(conv_ref(c))]
+    ids = [i for c in indexed for i in ctx.nodes.doc_hashes(conv_ref(c))]
     if ids:
         ctx.nodes.delete(ids)
     ctx.ledger.clear_indexed(indexed)

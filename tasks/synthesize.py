@@ -34,7 +34,7 @@ from prefect.cache_policies import NONE
 
 from memvault.engines import structured
 from memvault.failpoints import failpoint
-from memvault.ids import short_ids
+from memvault.ids import conv_ref, short_ids
 from memvault.prompts import Prompt, load_prompt
 from memvault.markdown.footnotes import renumber
 from memvault.markdown.gate import gate
@@ -54,7 +54,7 @@ def _date(value: Any) -> str:
 
 def citation(chunk: dict[str, Any], short: str) -> str:
     title = " ".join((chunk["conversation_title"] or chunk["label"] or "untitled").split())
-    return f"`conv:{short}` ({_date(chunk['date'])}, {chunk['source']}) — {title}"
+    return f"`{conv_ref(short)}` ({_date(chunk['date'])}, {chunk['source']}) — {title}"
 
 
 def extract(chunk_text: str, terms: set[str], n: int) -> list[str]:

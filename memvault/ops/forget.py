@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memvault.ids import conv_ref
 from memvault.markdown.gate import new_problems
 from memvault.markdown.names import article_title
 from memvault.markdown.talk import talk_note
@@ -265,7 +266,7 @@ def forget_conversation(settings: Settings, ref: str) -> ConversationForgotten:
         rows = ledger.forget_conversation(cid)
     finally:
         ledger.close()
-    nodes_deleted = delete_index_docs(settings, [f"conv:{cid}"], purge=True)
+    nodes_deleted = delete_index_docs(settings, [conv_ref(cid)], purge=True)
     run_id = f"forget-conv-{cid[:12]}"
     for stem, (path, text, new, n, log) in rewrites.items():
         vault.write(path, new)
