@@ -94,6 +94,7 @@ class TranscriptsMixin:
         Ingest stores thousands of small sessions: per-conversation statements (each a few
         milliseconds in DuckDB) would dominate it. A conversation given twice (a copied file,
         consecutive slices) is merged in order, as if upserted one call after the other.
+        Long because it is that fixed handful of set-based statements, in order, in one place.
         """
         if not convs:
             return []
