@@ -6,7 +6,7 @@ from memvault.engines.base import Completion, EngineError
 
 
 class NoneEngine:
-    """No model. Stages check `engine.name == "none"` before calling it."""
+    """No model. Stages check `StageContext.uses_model` before calling it."""
 
     name = "none"
     model: str | None = None
