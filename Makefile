@@ -31,7 +31,9 @@ run: install
 	PREFECT_HOME=$(DEMO)/prefect MEMVAULT_HOME=$(DEMO)/home MEMVAULT_ENGINE=none \
 		$(BIN)/python -m memvault.demo --samples samples
 
+# Types first (strict on stores/, tasks/, flows/; see [tool.mypy] in pyproject.toml), then the tests.
 test: install
+	$(BIN)/python -m mypy
 	PREFECT_HOME=$$(mktemp -d) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 clean:

@@ -8,6 +8,7 @@ a Markdown artifact (key "memvault-maintenance-report") and a progress artifact 
 import time
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
@@ -106,7 +107,8 @@ def maintenance(options: MaintenanceOptions = MaintenanceOptions()) -> dict[str,
     require_home(settings.home)
     steps = [s for s in STEPS if options.steps is None or s in options.steps]
     margin = settings.index.cleanup_after_hours if options.cleanup_after_hours is None else options.cleanup_after_hours
-    progress = create_progress_artifact(0.0, key="memvault-maintenance-progress", description="maintenance steps done")
+    progress: UUID = create_progress_artifact(0.0, key="memvault-maintenance-progress",  # type: ignore[assignment]
+                                              description="maintenance steps done")  # sync call: a UUID
     report: dict[str, Any] = {"home": str(settings.home), "steps": {}}
     with writer_lock(settings.state_dir, "memvault maintenance", settings.lock_timeout_s):
         # A home whose first run has not built the index yet has nothing to maintain there.
@@ -117,13 +119,13 @@ def maintenance(options: MaintenanceOptions = MaintenanceOptions()) -> dict[str,
             t0 = time.perf_counter()
             if name in INDEX_STEPS and nodes is None:
                 out = {"skipped": "no node index yet"}
-            elif name == "merge":
+            elif nodes is not None and name == "merge":
                 out = merge_task(nodes, settings)
-            elif name == "edges":
+            elif nodes is not None and name == "edges":
                 out = edges_task(nodes, settings)
-            elif name == "tiers":
+            elif nodes is not None and name == "tiers":
                 out = tiers_task(nodes, settings)
-            elif name == "compact":
+            elif nodes is not None and name == "compact":
                 out = compact_task(nodes, margin)
             elif name == "retire":
                 out = retire_task(settings, margin)

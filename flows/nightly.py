@@ -4,13 +4,16 @@ Each stage is a Prefect task; the order is `tasks.pipeline.STAGES`, which the CL
 The flow holds the writer lock for the whole run and writes the run report.
 """
 
+import logging
 import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+from uuid import UUID
 
-from prefect import flow, get_run_logger
+from prefect import flow
+from prefect.settings import PREFECT_LOGGING_LEVEL
 from prefect.artifacts import (create_markdown_artifact, create_progress_artifact, create_table_artifact,
                                update_progress_artifact)
 from pydantic import BaseModel, Field, field_validator
@@ -18,9 +21,12 @@ from pydantic import BaseModel, Field, field_validator
 from memvault.budget import Budget
 from memvault.ops.plan import backlog, dry_run_plan
 from memvault.embeddings import Embedder
+from memvault.engines.base import Engine
 from memvault.engines.settings import EngineName
 from memvault.ops.home import require_home
 from memvault.lock import writer_lock
+from memvault.logs import show_info
+from memvault.progress import Progress
 from memvault.settings import load_settings
 from stores.ledger import Ledger
 from stores.vault import Vault
@@ -36,7 +42,16 @@ from memvault.reports import build_report, markdown, save_report
 from tasks.synthesize import synthesize
 from tasks.wikify import wikify
 
-TASKS = {"ingest": ingest, "chunk": chunk, "cluster": cluster, "synthesize": synthesize,
+log = logging.getLogger(__name__)
+
+
+class StageTask(Protocol):
+    """A stage's Prefect task as the flow calls it: the context in, the report's dict out."""
+
+    def __call__(self, ctx: StageContext) -> dict[str, Any]: ...
+
+
+TASKS: dict[str, StageTask] = {"ingest": ingest, "chunk": chunk, "cluster": cluster, "synthesize": synthesize,
          "wikify": wikify, "normalize": normalize, "index": index}
 
 
@@ -70,16 +85,20 @@ class RunOptions(BaseModel):
 
 
 def new_run_id() -> str:
+    """A sortable, unique run id: UTC time plus a random suffix."""
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
-def execute(options: RunOptions, log: Any, progress: Any = None, engine: Any = None) -> dict[str, Any]:
+def execute(options: RunOptions, progress: Progress | None = None, engine: Engine | None = None) -> dict[str, Any]:
     """Run the selected stages under the writer lock; returns the run report.
 
-    ``progress(done, total, stage)`` is called before each stage and at the end (the flow
-    turns it into a Prefect progress artifact). ``engine`` replaces the configured one (tests
-    and benchmarks pass a FakeEngine or a loaded MlxEngine). With ``options.dry_run`` nothing
-    runs and nothing is written: the plan is returned instead of a report.
+    ``progress`` counts stages: labelled with each stage as it starts, advanced as it ends
+    (the flow shows it as a Prefect progress artifact). ``engine`` replaces the configured one
+    (tests and benchmarks pass a FakeEngine or a loaded MlxEngine). With ``options.dry_run``
+    nothing runs and nothing is written: the plan is returned instead of a report.
+
+    Long because it is the run's one try/finally: whatever happens to a stage, the report is
+    built, recorded in the ledger and saved, and the ledger closed.
     """
     overrides: dict[str, Any] = {"engine": options.engine}
     if not options.configured_sources:
@@ -100,16 +119,19 @@ def execute(options: RunOptions, log: Any, progress: Any = None, engine: Any = N
             else build_engine(settings, options.model)
         log.info("run %s: stages %s; engine %s (%s)", run_id, ", ".join(stages), engine.name, reason)
         ledger = Ledger(settings.ledger_path)
+        budget = Budget(settings.budget.max_tokens, settings.budget.max_seconds)
         ctx = StageContext(settings=settings, ledger=ledger, vault=Vault(settings.home),
                            embedder=Embedder(settings.embeddings.batch_size), run_id=run_id, engine=engine,
                            extra_paths=[Path(p).expanduser().resolve() for p in options.paths],
-                           since=since, budget=Budget(settings.budget.max_tokens, settings.budget.max_seconds))
+                           since=since, budget=budget)
         ledger.start_run(run_id, engine.name)
         results: dict[str, dict[str, Any]] = {}
         try:
+            if progress:
+                progress.begin(len(stages))
             for done, name in enumerate(stages):
                 if progress:
-                    progress(done, len(stages), name)
+                    progress.advance(0, f"stage {name} ({done + 1}/{len(stages)})")
                 t0 = time.perf_counter()
                 try:
                     if name == "changelog":
@@ -126,14 +148,16 @@ def execute(options: RunOptions, log: Any, progress: Any = None, engine: Any = N
                 out["seconds"] = round(time.perf_counter() - t0, 3)
                 results[name] = out
                 ledger.record_stage(run_id, name, out["status"], out["seconds"], out)
+                if progress:
+                    progress.advance(1)
             if progress:
-                progress(len(stages), len(stages), None)
+                progress.done()
         finally:
             finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
             report = build_report(run_id, engine.name, reason, results, ctx.touched_articles, ctx.rejected,
                                   started, finished)
             report["embedded_texts"] = ctx.embedder.texts
-            report["budget"] = ctx.budget.summary()
+            report["budget"] = budget.summary()
             report["backlog"] = backlog(ledger, since, ctx.units_done, results)
             ledger.finish_run(run_id, report["status"], report)
             ledger.close()
@@ -154,16 +178,33 @@ def publish(report: dict[str, Any]) -> None:
     create_table_artifact(rows, key="memvault-stage-counts", description="Counts per stage")
 
 
+class ArtifactProgress:
+    """One Prefect progress artifact per run, updated as each stage starts: the UI shows where a long run is."""
+
+    def __init__(self) -> None:
+        # Called from sync code, Prefect's sync-compatible helper returns the UUID itself.
+        self._artifact: UUID = create_progress_artifact(0.0, key="memvault-run-progress",  # type: ignore[assignment]
+                                                        description="nightly: starting")
+        self._total = 0
+        self._done = 0
+
+    def begin(self, total: int, label: str = "") -> None:
+        self._total, self._done = total, 0
+
+    def advance(self, amount: int, label: str = "") -> None:
+        self._done += amount
+        if label:
+            update_progress_artifact(self._artifact, 100.0 * self._done / max(self._total, 1),
+                                     description=f"nightly: {label}")
+
+    def done(self) -> None:
+        update_progress_artifact(self._artifact, 100.0, description="nightly: done")
+
+
 @flow(name="nightly", log_prints=False)
 def nightly(options: RunOptions = RunOptions()) -> dict[str, Any]:
     """The whole pipeline (or a slice of it) over one memory home."""
-    artifact = create_progress_artifact(0.0, key="memvault-run-progress", description="nightly: starting")
-
-    def progress(done: int, total: int, stage: str | None) -> None:
-        # One progress artifact per run, updated as each stage starts: the UI shows where a long run is.
-        update_progress_artifact(artifact, 100.0 * done / max(total, 1),
-                                 description=f"nightly: stage {stage} ({done + 1}/{total})" if stage else "nightly: done")
-
-    report = execute(options, get_run_logger(), progress)
+    show_info(PREFECT_LOGGING_LEVEL.value())
+    report = execute(options, ArtifactProgress())
     publish(report)
     return report

@@ -5,6 +5,7 @@ The model loads lazily on the first call, so commands that never embed never pay
 """
 
 import os
+from typing import Any
 
 import numpy as np
 
@@ -20,11 +21,11 @@ class Embedder:
 
     def __init__(self, batch_size: int = 64) -> None:
         self.batch_size = batch_size
-        self._model = None
+        self._model: Any = None  # a SentenceTransformer once loaded
         self.calls = 0
         self.texts = 0
 
-    def _load(self):  # noqa: ANN202 - the sentence-transformers type is heavy to import
+    def _load(self) -> Any:  # Any: the sentence-transformers type is heavy to import
         if self._model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -46,7 +47,9 @@ class Embedder:
         vectors = self._load().encode(
             texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )
-        return vectors.astype(np.float32)
+        out: np.ndarray = vectors.astype(np.float32)
+        return out
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        row: np.ndarray = self.embed([text])[0]
+        return row

@@ -22,10 +22,6 @@ class ConfigError(MemvaultError):
     """memvault.toml or an environment variable holds an invalid value."""
 
 
-class ParseError(MemvaultError):
-    """A transcript could not be read at all (a per-line error is not fatal)."""
-
-
 class IndexMismatchError(MemvaultError):
     """The node index was built with another embedding model."""
 

@@ -17,6 +17,12 @@ def conversation_id(source: str, native_id: str, agent_id: str | None = None) ->
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
 
 
+def conv_ref(cid: str) -> str:
+    """`conv:<id>`, how a conversation is named: with its full key, its document in the node
+    index; with its short prefix, a citation in an article."""
+    return f"conv:{cid}"
+
+
 def content_hash(text: str) -> str:
     """Hash of a piece of text, used to skip unchanged work."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -18,7 +18,10 @@ DEFAULTS: dict[str, str] = {
 def apply_prefect_defaults(*, quiet: bool = False) -> None:
     """Set the defaults in ``os.environ``; ``quiet`` keeps Prefect's INFO lines off the terminal
     (for `--json`, whose stdout is the JSON document)."""
+    from memvault.logs import route_to_prefect
+
     for name, value in DEFAULTS.items():
         os.environ.setdefault(name, value)
+    route_to_prefect()  # memvault's loggers reach the run logs (read when Prefect is imported)
     if quiet:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")

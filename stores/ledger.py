@@ -22,6 +22,7 @@ from stores.ledger_pipeline import PipelineMixin
 from stores.ledger_time import now as _now
 from stores.ledger_transcripts import TranscriptsMixin
 from stores.migrations import MIGRATIONS
+from stores.sql import scalar
 
 
 @atexit.register
@@ -122,8 +123,8 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin):
     def counts(self) -> dict[str, int]:
         out = {}
         for table in ("conversations", "messages", "chunks"):
-            out[table] = self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        out["buckets"] = self.con.execute("SELECT count(*) FROM buckets WHERE NOT forgotten").fetchone()[0]
+            out[table] = scalar(self.con, f"SELECT count(*) FROM {table}")
+        out["buckets"] = scalar(self.con, "SELECT count(*) FROM buckets WHERE NOT forgotten")
         return out
 
     # -- ignored topics, small named state, rewriting stored text ----------------------------------
@@ -141,6 +142,7 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin):
         Returns (newly ignored, no longer ignored). A conversation let back in is marked
         changed so the chunk and index stages pick it up again.
         """
+        params: dict[str, Any]
         scope, params = ("TRUE", {}) if ids is None else ("list_contains($ids, c.id)", {"ids": list(ids)})
         if pattern is None:
             hit = "FALSE"
@@ -215,7 +217,7 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin):
         tmp = self.path.with_name(self.path.name + ".compact")
         tmp.unlink(missing_ok=True)
         self.con.execute("CHECKPOINT")
-        name = self.con.execute("SELECT current_database()").fetchone()[0]
+        name = scalar(self.con, "SELECT current_database()")
         self.con.execute(f"ATTACH '{tmp}' AS memvault_compact")
         self.con.execute(f'COPY FROM DATABASE "{name}" TO memvault_compact')
         self.con.execute("DETACH memvault_compact")

@@ -1,16 +1,20 @@
 """Ledger part: bucket file stems, forgotten buckets and forgotten conversations."""
 
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from stores.ledger_time import now as _now
+from stores.sql import scalar
 
 
 class EditorialMixin:
     """Methods of :class:`stores.ledger.Ledger`; they use ``self.con`` and ``self.transaction``."""
 
     con: duckdb.DuckDBPyConnection
+    if TYPE_CHECKING:  # provided by Ledger
+        def transaction(self) -> AbstractContextManager[None]: ...
 
     # -- editorial: bucket file stems, forgotten buckets and conversations (migration 4) ----------
     def _free_stem(self, name: str) -> str:
@@ -28,7 +32,7 @@ class EditorialMixin:
         """
         row = self.con.execute("SELECT stem FROM buckets WHERE name = ?", [name]).fetchone()
         if row and row[0]:
-            return row[0]
+            return str(row[0])
         stem = self._free_stem(name)
         if row:
             self.con.execute("UPDATE buckets SET stem = ? WHERE name = ?", [stem, name])
@@ -80,7 +84,7 @@ class EditorialMixin:
             "SELECT bucket, chunk_id FROM chunk_buckets WHERE list_contains(?::VARCHAR[], chunk_id)", [chunk_ids]).fetchall()]
 
         def delete(table: str, where: str, params: list[Any]) -> None:
-            n = self.con.execute(f"SELECT count(*) FROM {table} WHERE {where}", params).fetchone()[0]
+            n = scalar(self.con, f"SELECT count(*) FROM {table} WHERE {where}", params)
             if n:
                 self.con.execute(f"DELETE FROM {table} WHERE {where}", params)
             deleted[table] = deleted.get(table, 0) + n

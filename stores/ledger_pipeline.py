@@ -2,7 +2,8 @@
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -14,6 +15,10 @@ class PipelineMixin:
     """Methods of :class:`stores.ledger.Ledger`; they use ``self.con`` and ``self.transaction``."""
 
     con: duckdb.DuckDBPyConnection
+    if TYPE_CHECKING:  # provided by Ledger and EditorialMixin
+        def transaction(self) -> AbstractContextManager[None]: ...
+
+        def _free_stem(self, name: str) -> str: ...
 
     # -- chunks and buckets -------------------------------------------------------------------
     def chunked_message_ids(self, cid: str) -> set[str]:
@@ -32,6 +37,8 @@ class PipelineMixin:
             "SELECT c.id, c.conversation_id, c.label, c.text, c.message_ids, v.source, v.title, "
             "coalesce(v.started_at, v.updated_at) FROM chunks c JOIN conversations v ON v.id = c.conversation_id "
             "WHERE c.id = ?", [chunk_id]).fetchone()
+        if row is None:
+            raise LookupError(f"no chunk {chunk_id} in the ledger")
         keys = ("id", "conversation_id", "label", "text", "message_ids", "source", "conversation_title", "date")
         return dict(zip(keys, row))
 
@@ -188,4 +195,4 @@ class PipelineMixin:
     def chunks_per_conversation(self) -> float:
         """Average chunks per chunked conversation (1.0 before any), for dry-run estimates."""
         row = self.con.execute("SELECT count(*), count(DISTINCT conversation_id) FROM chunks").fetchone()
-        return row[0] / row[1] if row[1] else 1.0
+        return float(row[0] / row[1]) if row and row[1] else 1.0

@@ -11,6 +11,7 @@ import duckdb
 from memvault.models import Conversation
 from stores.ledger_time import naive as _naive
 from stores.ledger_time import now as _now
+from stores.sql import scalar
 
 
 class TranscriptsMixin:
@@ -66,7 +67,7 @@ class TranscriptsMixin:
         DuckDB spills to its file instead of growing) and no insertion-order bookkeeping.
         The previous values come back afterwards."""
         keys = ("memory_limit", "preserve_insertion_order", "checkpoint_threshold")
-        before = {k: self.con.execute(f"SELECT current_setting('{k}')").fetchone()[0] for k in keys}
+        before = {k: scalar(self.con, f"SELECT current_setting('{k}')") for k in keys}
         self.con.execute(f"SET memory_limit = '{memory_limit}'")
         self.con.execute("SET preserve_insertion_order = false")
         # Fewer, larger checkpoints: each one recompresses the table's last row group.
@@ -93,6 +94,7 @@ class TranscriptsMixin:
         Ingest stores thousands of small sessions: per-conversation statements (each a few
         milliseconds in DuckDB) would dominate it. A conversation given twice (a copied file,
         consecutive slices) is merged in order, as if upserted one call after the other.
+        Long because it is that fixed handful of set-based statements, in order, in one place.
         """
         if not convs:
             return []
@@ -213,19 +215,19 @@ class TranscriptsMixin:
                                   changed_at = CASE WHEN u.touched THEN ?::TIMESTAMP ELSE c.changed_at END
                                 FROM _incoming_convs u WHERE c.id = u.id""", [now])
         if staged:
-            names = ("conversation_id", "native_id", "parent_native_id", "seq", "role", "kind", "text",
-                     "timestamp", "low_value")
+            message_columns = ("conversation_id", "native_id", "parent_native_id", "seq", "role", "kind", "text",
+                               "timestamp", "low_value")
             types = (s, s, s, pa.int64(), s, s, s, ts, pa.bool_())
             data = list(zip(*staged.values()))
             staged.clear()  # the rows now live in Arrow buffers: let the Python copies go
-            table = pa.table({n: pa.array(c, type=t) for n, c, t in zip(names, data, types)})
+            table = pa.table({n: pa.array(c, type=t) for n, c, t in zip(message_columns, data, types)})
             del data
-            self._with_arrow("_incoming_messages", table, f"INSERT INTO messages ({', '.join(names)}) "
-                             f"SELECT {', '.join(names)} FROM _incoming_messages")
+            self._with_arrow("_incoming_messages", table, f"INSERT INTO messages ({', '.join(message_columns)}) "
+                             f"SELECT {', '.join(message_columns)} FROM _incoming_messages")
         if changes:
-            names = ("cid", "nid", "role", "kind", "text", "low_value")
+            columns = ("cid", "nid", "role", "kind", "text", "low_value")
             data = list(zip(*changes.values()))
-            table = pa.table({n: pa.array(c, type=t) for n, c, t in zip(names, data, (s, s, s, s, s, pa.bool_()))})
+            table = pa.table({n: pa.array(c, type=t) for n, c, t in zip(columns, data, (s, s, s, s, s, pa.bool_()))})
             self._with_arrow("_changed_messages", table,
                              "UPDATE messages AS m SET text = u.text, role = u.role, kind = u.kind, "
                              "low_value = u.low_value FROM _changed_messages u "
@@ -258,7 +260,7 @@ class TranscriptsMixin:
             return []
         keys = ("native_id", "parent_native_id", "seq", "role", "kind", "text", "timestamp", "low_value")
         by_id = {r[0]: dict(zip(keys, r)) for r in rows}
-        leaf = self.con.execute("SELECT leaf_native_id FROM conversations WHERE id = ?", [cid]).fetchone()[0]
+        leaf = scalar(self.con, "SELECT leaf_native_id FROM conversations WHERE id = ?", [cid])
         node = by_id.get(leaf) if leaf else None
         node = node or by_id[rows[-1][0]]
         path, seen = [], set()

@@ -21,6 +21,7 @@ def migration(version: int, name: str) -> Callable[[Migration], Migration]:
 
 @migration(1, "initial schema")
 def _initial(con: duckdb.DuckDBPyConnection) -> None:
+    # Long because it is the whole first schema: one CREATE TABLE per table, as shipped.
     con.execute("""
         CREATE TABLE sources (
             path TEXT PRIMARY KEY, kind TEXT NOT NULL, size BIGINT, mtime DOUBLE,

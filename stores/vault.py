@@ -51,7 +51,7 @@ class Vault:
         changed = {d.a_path for d in repo.index.diff(None)} | set(repo.untracked_files)
         if repo.head.is_valid():
             changed |= {d.a_path for d in repo.index.diff("HEAD")}
-        return sorted(changed)
+        return sorted(p for p in changed if p)
 
     def commit_count(self) -> int:
         repo = self.repo
@@ -68,6 +68,17 @@ class Vault:
         if not self.articles_dir.is_dir():
             return []
         return sorted(p for p in self.articles_dir.glob("*.md") if p.is_file())
+
+    def read_articles(self) -> dict[str, tuple[Path, str]]:
+        """Every article: stem → (its file, its text). Files are written back where they are (an
+        imported file name may not be the sanitized form of its stem)."""
+        out = {}
+        for path in self.list_articles():
+            try:
+                out[path.stem] = (path, path.read_text(encoding="utf-8"))
+            except UnicodeDecodeError:
+                continue  # not text memvault can edit; `memvault lint` reports it (not-utf8)
+        return out
 
     def read(self, path: Path) -> str | None:
         return path.read_text(encoding="utf-8") if path.is_file() else None

@@ -4,19 +4,31 @@ When the run changed nothing (no conversation ingested, no vault file touched) i
 no digest and makes no commit.
 """
 
+import logging
 from datetime import datetime, timezone
 from typing import Any
 
-from prefect import get_run_logger, task
+from prefect import task
 from prefect.cache_policies import NONE
 
 from memvault.failpoints import failpoint
+from tasks.context import StageContext, StageResult
+
+log = logging.getLogger(__name__)
 
 HEADER = "# Changelog\n\nOne entry per memvault run that changed something; newest last.\n"
 
 
+class ChangelogResult(StageResult):
+    """What changelog did: the run's commit (None when the run changed nothing) and whether a digest was written."""
+
+    committed: str | None = None
+    digest: bool = False
+
+
 def digest(run_id: str, ingested: int, touched: dict[str, str], rejected: dict[str, list[str]],
            stage_seconds: dict[str, float], tokens: int) -> str:
+    """The run's Meta/Changelog.md entry: what was ingested, written and rejected, and what it cost."""
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"## {stamp} — run {run_id}", "", f"- Conversations ingested or updated: {ingested}"]
     for kind in ("created", "updated"):
@@ -32,6 +44,7 @@ def digest(run_id: str, ingested: int, touched: dict[str, str], rejected: dict[s
 
 
 def commit_message(run_id: str, ingested: int, touched: dict[str, str], rejected: dict[str, list[str]]) -> str:
+    """The run's git commit message: counts in the subject, one line per touched article below."""
     created = sum(1 for k in touched.values() if k == "created")
     updated = len(touched) - created
     title = f"memvault run {run_id}: {created} created, {updated} updated, {len(rejected)} rejected, {ingested} conversations"
@@ -39,22 +52,27 @@ def commit_message(run_id: str, ingested: int, touched: dict[str, str], rejected
     return title + ("\n\n" + body if body else "")
 
 
-def run_changelog(ctx: Any, stage_seconds: dict[str, float], tokens: int = 0, log: Any = None) -> dict[str, Any]:
+def run_changelog(ctx: StageContext, stage_seconds: dict[str, float], tokens: int = 0) -> ChangelogResult:
+    """Append the run's digest to Meta/Changelog.md and commit the vault once.
+
+    Reads what the stages recorded on the context (conversations ingested, articles touched
+    and rejected) and the vault's uncommitted changes; writes the digest and one git commit.
+    Unit of work: the run; failpoint `changelog:commit` fires between the digest and the commit.
+    """
     vault = ctx.vault
     if not vault.dirty_paths() and not ctx.conversations_ingested:
-        return {"committed": None, "digest": False}
+        return ChangelogResult(committed=None, digest=False)
     path = vault.meta_dir / "Changelog.md"
     existing = vault.read(path) or HEADER
     vault.write(path, existing.rstrip("\n") + "\n\n" + digest(ctx.run_id, ctx.conversations_ingested,
                 ctx.touched_articles, ctx.rejected, stage_seconds, tokens))
     failpoint("changelog", "commit")
     sha = vault.commit(commit_message(ctx.run_id, ctx.conversations_ingested, ctx.touched_articles, ctx.rejected))
-    if log:
-        log.info("committed %s", sha)
-    return {"committed": sha, "digest": True}
+    log.info("committed %s", sha)
+    return ChangelogResult(committed=sha, digest=True)
 
 
 @task(name="changelog", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def changelog(ctx: Any, stage_seconds: dict[str, float], tokens: int = 0) -> dict[str, Any]:
+def changelog(ctx: StageContext, stage_seconds: dict[str, float], tokens: int = 0) -> dict[str, Any]:
     """Prefect task: digest and commit."""
-    return run_changelog(ctx, stage_seconds, tokens, get_run_logger())
+    return run_changelog(ctx, stage_seconds, tokens).report()

@@ -13,19 +13,38 @@ conversation is one unit: budget-checked before, committed in one transaction, f
 """
 
 import hashlib
-from typing import Any
+import logging
+from typing import Any, ClassVar
 
 import numpy as np
-from prefect import get_run_logger, task
+from prefect import task
 from prefect.cache_policies import NONE
 
 from memvault.engines import structured
 from memvault.failpoints import failpoint
 from memvault.prompts import Prompt, load_prompt
 from tasks.chunk_model import ChunkReply, RepairError, repair, show, windows
-from tasks.text import label
+from tasks.context import ModelStageResult, StageContext
+from tasks.text import EMBED_CHARS, label
+
+log = logging.getLogger(__name__)
 
 SKIP_KINDS = {"meta"}
+
+
+class ChunkResult(ModelStageResult):
+    """What chunk did: conversations chunked, chunks made, conversations left for the next run."""
+
+    omit_when_none: ClassVar[frozenset[str]] = frozenset({"prompt_hash", "model", "fallback", "fallbacks", "stopped"})
+    conversations: int = 0
+    chunks_new: int = 0
+    waiting: int = 0
+    # The model path only: its prompt's hash, conversations chunked by the model and by the fallback.
+    prompt_hash: str | None = None
+    model: int | None = None
+    fallback: int | None = None
+    fallbacks: list[dict[str, str]] | None = None
+    stopped: str | None = None  # why the budget stopped the stage early
 
 
 def exchanges(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -75,14 +94,14 @@ def chunk_id(cid: str, message_ids: list[str]) -> str:
     return hashlib.sha256(f"{cid}\x1f{message_ids[0]}\x1f{message_ids[-1]}".encode()).hexdigest()[:32]
 
 
-def chunk_conversation(ctx: Any, cid: str) -> int:
+def chunk_conversation(ctx: StageContext, cid: str) -> int:
     """Chunk the not-yet-chunked tail of one conversation; returns the number of chunks."""
     done = ctx.ledger.chunked_message_ids(cid)
     fresh = [m for m in ctx.ledger.active_thread(cid) if m["native_id"] not in done]
     groups = exchanges(fresh)
     if not groups:
         return 0
-    texts = [render(g)[:2000] for g in groups]
+    texts = [render(g)[:EMBED_CHARS] for g in groups]
     vectors = ctx.embedder.embed(texts)
     ranges = segment(vectors, [len(render(g)) for g in groups], ctx.settings.chunk.boundary_similarity,
                      ctx.settings.chunk.max_chunk_chars)
@@ -97,18 +116,20 @@ def chunk_conversation(ctx: Any, cid: str) -> int:
     return len(ranges)
 
 
-def _save(ctx: Any, cid: str, msgs: list[dict[str, Any]], name: str, vector: np.ndarray) -> None:
+def _save(ctx: StageContext, cid: str, msgs: list[dict[str, Any]], name: str, vector: np.ndarray) -> None:
     ids = [m["native_id"] for m in msgs]
     ctx.ledger.add_chunk(chunk_id(cid, ids), cid, ids, name, render(msgs), vector.astype(float).tolist(), ctx.run_id)
 
 
-def model_chunks(ctx: Any, cid: str, prompt: Prompt) -> tuple[list[tuple[list[dict[str, Any]], str]] | None, str | None, list[str]]:
+def model_chunks(ctx: StageContext, cid: str, prompt: Prompt) -> tuple[list[tuple[list[dict[str, Any]], str]] | None, str | None, list[str]]:
     """Ask the model to segment the unchunked tail; returns (chunks, why it failed, repair notes)."""
     done = ctx.ledger.chunked_message_ids(cid)
     fresh = [m for g in exchanges([m for m in ctx.ledger.active_thread(cid) if m["native_id"] not in done]) for m in g]
     if not fresh:
         return [], None, []
     conv = ctx.ledger.conversation(cid)
+    if conv is None:
+        raise LookupError(f"conversation {cid} has messages but no row in the ledger")
     settings = ctx.settings.chunk
     date = (conv["started_at"] or conv["updated_at"])
     out: list[tuple[list[dict[str, Any]], str]] = []
@@ -131,30 +152,35 @@ def model_chunks(ctx: Any, cid: str, prompt: Prompt) -> tuple[list[tuple[list[di
     return out, None, notes
 
 
-def chunk_with_model(ctx: Any, cid: str, prompt: Prompt, log: Any = None) -> tuple[int, str, str | None]:
+def chunk_with_model(ctx: StageContext, cid: str, prompt: Prompt) -> tuple[int, str, str | None]:
     """Model path for one conversation; falls back to `chunk_conversation`. Returns (chunks, method, why)."""
     chunks, why, notes = model_chunks(ctx, cid, prompt)
     if chunks is None:
-        if log:
-            log.warning("chunk %s: model output unusable (%s); no-model segmentation instead", cid[:8], why)
+        log.warning("chunk %s: model output unusable (%s); no-model segmentation instead", cid[:8], why)
         n = chunk_conversation(ctx, cid)
         ctx.ledger.record_unit_result("chunk", cid, prompt.hash, "fallback", why, ctx.run_id)
         return n, "fallback", why
     if chunks:
-        vectors = ctx.embedder.embed([render(msgs)[:2000] for msgs, _ in chunks])
+        vectors = ctx.embedder.embed([render(msgs)[:EMBED_CHARS] for msgs, _ in chunks])
         for (msgs, name), vector in zip(chunks, vectors):
             _save(ctx, cid, msgs, name or label(msgs[0]["text"]), vector)
     ctx.ledger.record_unit_result("chunk", cid, prompt.hash, "model", "; ".join(notes) or None, ctx.run_id)
     return len(chunks), "model", None
 
 
-def run_chunk(ctx: Any, log: Any = None) -> dict[str, Any]:
+def run_chunk(ctx: StageContext) -> ChunkResult:
+    """Segment the conversations changed since `chunked_at` into topic chunks.
+
+    Reads each conversation's active thread and the message ids already in a chunk; writes
+    new chunks (message range, label, centroid), the per-conversation unit result (model path)
+    and `chunked_at`. Unit of work: one conversation, budget-checked before and committed in
+    one transaction; failpoint `chunk:<n>` fires after the n-th conversation.
+    """
     todo = ctx.ledger.conversations_to_chunk()
     if ctx.since is not None:
         recent = ctx.ledger.conversations_updated_since(ctx.since)
         todo = [cid for cid in todo if cid in recent]
-    use_model = ctx.engine is not None and ctx.engine.name != "none"
-    prompt = load_prompt("chunk", ctx.vault.meta_dir) if use_model and todo else None
+    prompt = load_prompt("chunk", ctx.vault.meta_dir) if ctx.uses_model and todo else None
     made = done = 0
     methods = {"model": 0, "fallback": 0, "none": 0}
     fallbacks: list[dict[str, str]] = []
@@ -167,7 +193,7 @@ def run_chunk(ctx: Any, log: Any = None) -> dict[str, Any]:
             if prompt is None:
                 n, method, why = chunk_conversation(ctx, cid), "none", None
             else:
-                n, method, why = chunk_with_model(ctx, cid, prompt, log)
+                n, method, why = chunk_with_model(ctx, cid, prompt)
             ctx.ledger.mark_chunked(cid)
         done += 1
         failpoint("chunk", done)
@@ -175,19 +201,17 @@ def run_chunk(ctx: Any, log: Any = None) -> dict[str, Any]:
         methods[method] += 1
         if method == "fallback":
             fallbacks.append({"conversation": cid[:12], "reason": why or ""})
-        if log:
-            log.info("chunked %s into %d chunk(s) (%s)", cid[:8], n, method)
+        log.info("chunked %s into %d chunk(s) (%s)", cid[:8], n, method)
     ctx.units_done["chunk"] = done
-    out: dict[str, Any] = {"conversations": done, "chunks_new": made, "waiting": len(todo) - done,
-                           **ctx.stage_cost("chunk")}
+    result = ChunkResult(conversations=done, chunks_new=made, waiting=len(todo) - done, stopped=stopped,
+                         **ctx.stage_cost("chunk"))
     if prompt is not None:
-        out.update(prompt_hash=prompt.hash, model=methods["model"], fallback=methods["fallback"], fallbacks=fallbacks)
-    if stopped:
-        out["stopped"] = stopped
-    return out
+        result.prompt_hash, result.fallbacks = prompt.hash, fallbacks
+        result.model, result.fallback = methods["model"], methods["fallback"]
+    return result
 
 
 @task(name="chunk", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def chunk(ctx: Any) -> dict[str, Any]:
+def chunk(ctx: StageContext) -> dict[str, Any]:
     """Prefect task: segment changed conversations into topic chunks."""
-    return run_chunk(ctx, get_run_logger())
+    return run_chunk(ctx).report()

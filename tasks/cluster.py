@@ -15,18 +15,60 @@ Meta/Buckets.md are journaled in the same transaction and written right after, s
 any point resumes to the same buckets. Failpoint `cluster:<n>` fires after the n-th batch.
 """
 
+import logging
 import re
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
-from prefect import get_run_logger, task
+from prefect import task
 from prefect.cache_policies import NONE
 
 from memvault.engines import structured
 from memvault.failpoints import failpoint
 from memvault.prompts import Prompt, load_prompt
 from tasks.cluster_model import ClusterReply, decide, key, show_buckets, show_chunks
+from tasks.context import ModelStageResult, StageContext
 from tasks.text import keywords, surface_form
+
+log = logging.getLogger(__name__)
+
+Pending = list[tuple[str, np.ndarray]]  # (chunk id, its centroid vector), chunks waiting for a bucket
+
+
+class ClusterResult(ModelStageResult):
+    """What cluster did: chunks seen, assigned and left waiting, buckets made."""
+
+    omit_when_none: ClassVar[frozenset[str]] = frozenset(
+        {"model", "proposed", "fallbacks", "fallback", "unasked", "prompt_hash", "fallback_assigned", "stopped"})
+    chunks: int = 0
+    assigned: int = 0
+    waiting: int = 0
+    buckets_new: int = 0
+    # The model path only: chunks the model placed (or proposed a bucket for), proposals,
+    # chunks that fell back to centroids (and why, and how many of them then found a bucket),
+    # chunks the budget left unasked, and the prompt's hash.
+    model: int | None = None
+    proposed: int | None = None
+    fallbacks: list[dict[str, str]] | None = None
+    fallback: int | None = None
+    unasked: int | None = None
+    prompt_hash: str | None = None
+    fallback_assigned: int | None = None
+    stopped: str | None = None  # why the budget stopped the stage early
+
+
+@dataclass
+class ModelAnswers:
+    """What asking the model batch by batch gave: counts, and the chunks left to the centroids."""
+
+    placed: int = 0
+    proposed: int = 0
+    fallbacks: list[dict[str, str]] = field(default_factory=list)
+    fallback_chunks: Pending = field(default_factory=list)
+    unasked: int = 0
+    stopped: str | None = None
+
 
 _HEADING = re.compile(r"^##\s+(.+?)\s*$")
 
@@ -46,6 +88,7 @@ def parse_buckets(text: str) -> dict[str, str]:
 
 
 def append_buckets(text: str, new: dict[str, str]) -> str:
+    """``text`` of Meta/Buckets.md with a `## Name` section per new bucket at the end."""
     body = text.rstrip("\n")
     for name, description in new.items():
         body += f"\n\n## {name}\n\n{description}"
@@ -72,6 +115,7 @@ def agglomerate(vectors: np.ndarray, threshold: float) -> list[list[int]]:
 
 
 def name_group(texts: list[str], background: list[str], taken: set[str], titles: list[str]) -> str:
+    """A new bucket's name: the group's two most distinctive terms, numbered when ``taken``."""
     terms = keywords(texts, background, n=2, titles=titles) or ["Topic"]
     name = " ".join(surface_form(t, texts) for t in terms)
     base, n = name, 2
@@ -84,15 +128,15 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / (np.linalg.norm(v) or 1.0)
 
 
-class _Run:
+class ClusterPass:
     """State of one cluster pass: the buckets' centroids and the batch counter for failpoints."""
 
-    def __init__(self, ctx: Any, log: Any) -> None:
-        self.ctx, self.log, self.ledger = ctx, log, ctx.ledger
-        known = {b["name"]: b for b in self.ledger.buckets()}
-        self.centroids = {n: np.array(b["centroid"], dtype=np.float32) for n, b in known.items() if b["centroid"]}
-        self.sizes = {n: b["size"] for n, b in known.items()}
-        self.descriptions = {n: b["description"] for n, b in known.items()}
+    def __init__(self, ctx: StageContext) -> None:
+        self.ctx, self.ledger = ctx, ctx.ledger
+        rows = {b["name"]: b for b in self.ledger.buckets()}
+        self.centroids = {n: np.array(b["centroid"], dtype=np.float32) for n, b in rows.items() if b["centroid"]}
+        self.sizes: dict[str, int] = {n: b["size"] for n, b in rows.items()}
+        self.descriptions: dict[str, str] = {n: b["description"] for n, b in rows.items()}
         self.batches = 0
         self.created: dict[str, str] = {}
 
@@ -103,6 +147,7 @@ class _Run:
         failpoint("cluster", self.batches)
 
     def join(self, chunk_id: str, bucket: str, v: np.ndarray, score: float) -> None:
+        """Assign a chunk to ``bucket`` and move the bucket's centroid towards it."""
         self.ledger.assign(chunk_id, bucket, score, self.ctx.run_id)
         if bucket in self.centroids:
             self.centroids[bucket] = _unit(self.centroids[bucket] * self.sizes[bucket] + v)
@@ -113,6 +158,7 @@ class _Run:
                                   self.centroids[bucket].astype(float).tolist(), self.sizes[bucket])
 
     def create(self, name: str, desc: str, vecs: np.ndarray) -> np.ndarray:
+        """Record a new bucket centred on ``vecs`` and journal its Buckets.md section."""
         centroid = _unit(vecs.mean(axis=0))
         self.ledger.upsert_bucket(name, desc, centroid.astype(float).tolist(), 0)
         self.ledger.add_pending_bucket_page(name, desc, self.ctx.run_id)
@@ -121,17 +167,17 @@ class _Run:
         return centroid
 
     def nearest(self, chunk_id: str, v: np.ndarray) -> bool:
+        """Join the nearest bucket when it is similar enough; False leaves the chunk waiting."""
         scores = {n: float(c @ v) for n, c in self.centroids.items()}
-        best = max(scores, key=scores.get, default=None)
+        best = max(scores, key=lambda n: scores[n], default=None)
         if best is None or scores[best] < self.ctx.settings.cluster.assign_similarity:
             return False
         self.join(chunk_id, best, v, scores[best])
-        if self.log:
-            self.log.info("chunk %s → %s (%.2f)", chunk_id[:8], best, scores[best])
+        log.info("chunk %s → %s (%.2f)", chunk_id[:8], best, scores[best])
         return True
 
 
-def flush_bucket_pages(ctx: Any) -> int:
+def flush_bucket_pages(ctx: StageContext) -> int:
     """Append buckets journaled in the ledger but missing from Meta/Buckets.md; clear the journal."""
     pending = ctx.ledger.pending_bucket_pages()
     if not pending:
@@ -146,10 +192,14 @@ def flush_bucket_pages(ctx: Any) -> int:
     return len(new)
 
 
-def centroid_path(run: _Run, pending: list[tuple[str, np.ndarray]]) -> tuple[int, int, str | None]:
-    """The no-model path over `pending`; returns (assigned, still waiting, why it stopped)."""
+def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, str | None]:
+    """The no-model path over `pending`; returns (assigned, still waiting, why it stopped).
+
+    Long because it is one crash-safe sequence: nearest bucket per chunk (a transaction each),
+    then the leftovers grouped into new buckets and re-matched in one more transaction.
+    """
     ctx, ledger, settings = run.ctx, run.ledger, run.ctx.settings.cluster
-    leftovers: list[tuple[str, np.ndarray]] = []
+    leftovers: Pending = []
     stopped = None
     for n, (chunk_id, v) in enumerate(pending):
         stopped = ctx.out_of_budget()
@@ -189,8 +239,7 @@ def centroid_path(run: _Run, pending: list[tuple[str, np.ndarray]]) -> tuple[int
             run.sizes[name] = len(group)
             ledger.upsert_bucket(name, desc, centroid.astype(float).tolist(), len(group))
             grouped |= set(group)
-            if run.log:
-                run.log.info("new bucket %s from %d chunks", name, len(group))
+            log.info("new bucket %s from %d chunks", name, len(group))
         # Chunks left alone may belong to a bucket born in this very pass.
         rest = [c for i, c in enumerate(leftovers) if i not in grouped]
         waiting = [c for c in rest if not run.nearest(*c)]
@@ -199,8 +248,12 @@ def centroid_path(run: _Run, pending: list[tuple[str, np.ndarray]]) -> tuple[int
     return len(pending) - len(waiting), len(waiting), None
 
 
-def model_path(run: _Run, pending: list[tuple[str, np.ndarray]], prompt: Prompt) -> dict[str, Any]:
-    """Ask the model batch by batch; returns counts, with the chunks that fall back to centroids."""
+def assign_by_model(run: ClusterPass, pending: Pending, prompt: Prompt) -> ModelAnswers:
+    """Ask the model batch by batch; returns counts, with the chunks that fall back to centroids.
+
+    Long because each batch is one unit: ask, then apply every decision, record each unit
+    result and adopt supported proposals in one transaction, then the failpoint.
+    """
     ctx, ledger, settings = run.ctx, run.ledger, run.ctx.settings.cluster
     vectors = dict(pending)
     asked = ledger.unit_results("cluster")
@@ -208,27 +261,26 @@ def model_path(run: _Run, pending: list[tuple[str, np.ndarray]], prompt: Prompt)
     fresh = [c for c, _ in pending if c not in waiting and asked.get(c, {}).get("prompt_hash") != prompt.hash]
     # Asked before under this very prompt: its answer stands, so no new call (cache key hit).
     fallback = [(c, v) for c, v in pending if c not in waiting and c not in set(fresh)]
-    out: dict[str, Any] = {"model": 0, "proposed": 0, "fallbacks": []}
-    stopped = None
+    out = ModelAnswers(fallback_chunks=fallback)
     for start in range(0, len(fresh), max(1, settings.batch_size)):
-        stopped = ctx.out_of_budget()
-        if stopped:
+        out.stopped = ctx.out_of_budget()
+        if out.stopped:
             break
         batch = fresh[start:start + settings.batch_size]
         chunks = [ledger.chunk(c) for c in batch]
-        known = {b["name"]: b["description"] for b in ledger.buckets()}
-        text = prompt.render(buckets=show_buckets(known), chunks=show_chunks(chunks, settings.chunk_prompt_chars))
+        bucket_descriptions = {b["name"]: b["description"] for b in ledger.buckets()}
+        text = prompt.render(buckets=show_buckets(bucket_descriptions), chunks=show_chunks(chunks, settings.chunk_prompt_chars))
         reply = structured(ctx.engine, prompt.system, text, ClusterReply, settings.max_output_tokens,
                            cache_prefix=prompt.system)
         ctx.charge("cluster", reply.completions)
-        decisions = decide(reply.value, len(batch), {key(n): n for n in known}) if reply.value else \
+        decisions = decide(reply.value, len(batch), {key(n): n for n in bucket_descriptions}) if reply.value else \
             [None] * len(batch)
         with ledger.transaction():
             for chunk_id, decision in zip(batch, decisions):
-                why = reply.reason if decision is None else decision.fallback
-                if why:
+                why = (reply.reason or "invalid reply") if decision is None else (decision.fallback or "")
+                if why or decision is None:
                     fallback.append((chunk_id, vectors[chunk_id]))
-                    out["fallbacks"].append({"chunk": chunk_id[:12], "reason": why})
+                    out.fallbacks.append({"chunk": chunk_id[:12], "reason": why})
                     ledger.record_unit_result("cluster", chunk_id, prompt.hash, "fallback", why, ctx.run_id)
                     continue
                 for bucket in decision.buckets:
@@ -236,29 +288,26 @@ def model_path(run: _Run, pending: list[tuple[str, np.ndarray]], prompt: Prompt)
                              if bucket in run.centroids else 1.0)
                 if decision.proposal and not decision.buckets:
                     ledger.propose_bucket(decision.proposal[0], chunk_id, decision.proposal[1], ctx.run_id)
-                    out["proposed"] += 1
+                    out.proposed += 1
                 ledger.record_unit_result("cluster", chunk_id, prompt.hash,
                                           "model" if decision.buckets else "proposal", None, ctx.run_id)
-                out["model"] += 1
+                out.placed += 1
             adopt_proposals(run, vectors)
         run.committed()
-    out["fallback"] = len(out["fallbacks"])
-    out["stopped"] = stopped
-    out["fallback_chunks"] = fallback
-    out["unasked"] = len(fresh) - out["model"] - out["fallback"]
+    out.unasked = len(fresh) - out.placed - len(out.fallbacks)
     return out
 
 
-def adopt_proposals(run: _Run, vectors: dict[str, np.ndarray]) -> None:
+def adopt_proposals(run: ClusterPass, vectors: dict[str, np.ndarray]) -> None:
     """Create each proposed bucket that `min_support` waiting chunks now support (same transaction)."""
     grouped: dict[str, list[tuple[str, str, str]]] = {}
     # A name the user forgot stays forgotten: such a proposal is dropped, never created.
     forgotten = run.ledger.taken_bucket_names() - {n.casefold() for n in run.centroids}
-    for name, rows in run.ledger.bucket_proposals().items():
+    for name, proposals in run.ledger.bucket_proposals().items():
         if name.casefold() in forgotten:
             run.ledger.drop_bucket_proposal(name)
             continue
-        grouped.setdefault(key(name), []).extend((name, c, d) for c, d in rows)
+        grouped.setdefault(key(name), []).extend((name, c, d) for c, d in proposals)
     for rows in grouped.values():
         members = [(c, vectors[c]) for _, c, _ in rows if c in vectors]
         if len({c for c, _ in members}) < run.ctx.settings.cluster.min_support:
@@ -269,18 +318,25 @@ def adopt_proposals(run: _Run, vectors: dict[str, np.ndarray]) -> None:
             run.join(c, name, v, float(run.centroids[name] @ v))
         for original, _, _ in rows:
             run.ledger.drop_bucket_proposal(original)
-        if run.log:
-            run.log.info("proposed bucket %s created from %d chunks", name, len(members))
+        log.info("proposed bucket %s created from %d chunks", name, len(members))
 
 
-def run_cluster(ctx: Any, log: Any = None) -> dict[str, Any]:
+def run_cluster(ctx: StageContext) -> ClusterResult:
+    """Assign unassigned chunks to buckets (article topics), creating buckets with enough support.
+
+    Reads the unassigned chunks and their vectors, the recorded buckets and Meta/Buckets.md
+    (hand-added buckets get a centroid from their own words); writes assignments, bucket rows,
+    proposals, unit results and the new buckets' sections of Meta/Buckets.md (journaled first).
+    Unit of work: a batch (a model call's chunks, or one chunk on the centroid path), one
+    transaction each; failpoint `cluster:<n>` fires after the n-th committed batch.
+    """
     ledger = ctx.ledger
     flush_bucket_pages(ctx)  # finish an interrupted run's Buckets.md write first
     buckets_md = ctx.vault.read(ctx.vault.meta_dir / "Buckets.md") or "# Buckets\n"
-    # Forgotten buckets count as known: one a person re-adds to Buckets.md is not re-embedded.
-    known = {b["name"] for b in ledger.buckets(include_forgotten=True)}
+    # Forgotten buckets count as recorded: one a person re-adds to Buckets.md is not re-embedded.
+    recorded = {b["name"] for b in ledger.buckets(include_forgotten=True)}
     # Buckets written into Meta/Buckets.md by hand get a centroid from their own words.
-    hand = {n: d for n, d in parse_buckets(buckets_md).items() if n not in known}
+    hand = {n: d for n, d in parse_buckets(buckets_md).items() if n not in recorded}
     if hand:
         vecs = ctx.embedder.embed([f"{n}. {d}" for n, d in hand.items()])
         for (name, desc), vec in zip(hand.items(), vecs):
@@ -290,31 +346,33 @@ def run_cluster(ctx: Any, log: Any = None) -> dict[str, Any]:
         recent = ledger.conversations_updated_since(ctx.since)
         owners = ledger.chunk_conversation_ids([c for c, _ in pending])
         pending = [(c, v) for c, v in pending if owners.get(c) in recent]
-    run = _Run(ctx, log)
-    out: dict[str, Any] = {"chunks": len(pending)}
-    use_model = ctx.engine is not None and ctx.engine.name != "none"
-    if use_model and pending:
+    run = ClusterPass(ctx)
+    result = ClusterResult(chunks=len(pending))
+    if ctx.uses_model and pending:
         prompt = load_prompt("cluster", ctx.vault.meta_dir)
-        asked = model_path(run, pending, prompt)
-        fallback, stopped = asked.pop("fallback_chunks"), asked.pop("stopped")
-        assigned, waiting, stopped2 = centroid_path(run, fallback) if not stopped else (0, len(fallback), None)
-        out.update(asked, prompt_hash=prompt.hash, fallback_assigned=assigned)
-        stopped = stopped or stopped2
+        answers = assign_by_model(run, pending, prompt)
+        stopped = answers.stopped
+        if stopped:
+            assigned = 0
+        else:
+            assigned, _, stopped = assign_by_centroid(run, answers.fallback_chunks)
         left = len(ledger.unassigned_chunks())
-        out["waiting"] = left
-        out["assigned"] = len(pending) - min(left, len(pending))
+        result = ClusterResult(chunks=len(pending), model=answers.placed, proposed=answers.proposed,
+                               fallbacks=answers.fallbacks, fallback=len(answers.fallbacks), unasked=answers.unasked,
+                               prompt_hash=prompt.hash, fallback_assigned=assigned, waiting=left,
+                               assigned=len(pending) - min(left, len(pending)))
     else:
-        assigned, waiting, stopped = centroid_path(run, pending)
-        out.update(assigned=assigned, waiting=waiting)
-    out["buckets_new"] = len(run.created)
-    out.update(ctx.stage_cost("cluster"))
-    ctx.units_done["cluster"] = out["assigned"]
-    if stopped:
-        out["stopped"] = stopped
-    return out
+        assigned, waiting, stopped = assign_by_centroid(run, pending)
+        result = ClusterResult(chunks=len(pending), assigned=assigned, waiting=waiting)
+    result.buckets_new = len(run.created)
+    result.stopped = stopped or None
+    for name, value in ctx.stage_cost("cluster").items():
+        setattr(result, name, value)
+    ctx.units_done["cluster"] = result.assigned
+    return result
 
 
 @task(name="cluster", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def cluster(ctx: Any) -> dict[str, Any]:
+def cluster(ctx: StageContext) -> dict[str, Any]:
     """Prefect task: assign chunks to buckets, propose new ones."""
-    return run_cluster(ctx, get_run_logger())
+    return run_cluster(ctx).report()

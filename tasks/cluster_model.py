@@ -61,13 +61,13 @@ def show_buckets(buckets: dict[str, str]) -> str:
     return "\n".join(f"- {name}: {desc or 'no description'}" for name, desc in buckets.items())
 
 
-def decide(reply: ClusterReply, n: int, known: dict[str, str]) -> list[Decision]:
-    """One decision per chunk `c1…cn`; `known` maps `key(name)` → canonical bucket name."""
+def decide(reply: ClusterReply, n: int, bucket_names: dict[str, str]) -> list[Decision]:
+    """One decision per chunk `c1…cn`; `bucket_names` maps `key(name)` → canonical bucket name."""
     by_chunk: dict[int, ClusterItem] = {}
-    for item in reply.assignments:
-        digits = "".join(ch for ch in item.chunk if ch.isdigit())
+    for answer in reply.assignments:
+        digits = "".join(ch for ch in answer.chunk if ch.isdigit())
         if digits and 1 <= int(digits) <= n and int(digits) - 1 not in by_chunk:
-            by_chunk[int(digits) - 1] = item
+            by_chunk[int(digits) - 1] = answer
     out = []
     for i in range(n):
         item = by_chunk.get(i)
@@ -76,7 +76,7 @@ def decide(reply: ClusterReply, n: int, known: dict[str, str]) -> list[Decision]
             continue
         names, unknown = [], []
         for raw in item.buckets:
-            canonical = known.get(key(raw))
+            canonical = bucket_names.get(key(raw))
             if canonical is None:
                 unknown.append(raw)
             elif canonical not in names:
@@ -84,10 +84,10 @@ def decide(reply: ClusterReply, n: int, known: dict[str, str]) -> list[Decision]
         proposal = None
         if item.new_bucket is not None:
             name = clean_name(item.new_bucket.name)
-            if name and key(name) in known:
+            if name and key(name) in bucket_names:
                 # "New" but already exists: join it instead of creating a twin.
-                if known[key(name)] not in names:
-                    names.append(known[key(name)])
+                if bucket_names[key(name)] not in names:
+                    names.append(bucket_names[key(name)])
             elif name:
                 proposal = (name, " ".join(item.new_bucket.description.split()))
         if names or proposal:

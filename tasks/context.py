@@ -1,31 +1,65 @@
-"""What every stage receives: settings, the open stores, the engines and the run's identity.
+"""What every stage receives, and the shape of what it returns.
 
-Built once per run by the flow (the composition root) and passed to each stage; stages
-never open stores themselves.
+`StageContext` holds the settings, the open stores, the engines and the run's identity. It is
+built once per run by the flow (the composition root) and passed to each stage; stages never
+open stores themselves. It lives in the flow's process: a live DuckDB handle cannot cross one
+(see docs/architecture.md, "Why stages run in-process").
+
+`StageResult` is the base of each stage's typed result; its `report()` is the dict the run
+report, `Ledger.record_stage` and the Prefect artifacts read.
 """
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from pydantic import BaseModel
+
+from memvault.budget import Budget
 from memvault.embeddings import Embedder
+from memvault.engines.base import Completion, Engine
+from memvault.engines.none import NoneEngine
 from memvault.settings import Settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 from stores.vault import Vault
 
 
+class StageResult(BaseModel):
+    """What one stage did this run, as counts and short lists (never whole texts)."""
+
+    # Fields only one path of a stage fills (the model path's prompt hash, a budget stop):
+    # left out of the report when None, so the report keys say which path ran.
+    omit_when_none: ClassVar[frozenset[str]] = frozenset()
+
+    def report(self) -> dict[str, Any]:
+        """The result as the JSON-ready dict of the run report."""
+        out = self.model_dump(mode="json")
+        return {k: v for k, v in out.items() if not (v is None and k in self.omit_when_none)}
+
+
+class ModelStageResult(StageResult):
+    """A stage that may call the model: its calls, tokens and model time this run."""
+
+    calls: int = 0
+    tokens: int = 0
+    model_seconds: float = 0.0
+
+
 @dataclass
 class StageContext:
+    """The run's settings, stores, engines and identity, plus what the stages did so far."""
+
     settings: Settings
     ledger: Ledger
     vault: Vault
     embedder: Embedder
     run_id: str
-    engine: Any = None  # memvault.engines Engine; `none` engine when no model is used
+    engine: Engine = field(default_factory=NoneEngine)  # NoneEngine: no model, the no-model paths
     extra_paths: list[Path] = field(default_factory=list)  # ad hoc `memvault ingest PATH`
-    since: Any = None  # datetime: model-backed stages take only conversations updated since then
-    budget: Any = None  # memvault.budget.Budget; None means unlimited (tests calling stages directly)
+    since: datetime | None = None  # model-backed stages take only conversations updated since then
+    budget: Budget | None = None  # None means unlimited (tests calling stages directly)
     _nodes: NodeIndex | None = None
     # What this run did, accumulated across stages for the changelog and the report.
     touched_articles: dict[str, str] = field(default_factory=dict)  # stem -> "created" | "updated"
@@ -35,11 +69,16 @@ class StageContext:
     # Units each model-backed stage finished this run (for the backlog estimate in the report).
     units_done: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def uses_model(self) -> bool:
+        """Whether model-backed stages take their model path (False: the `none` engine)."""
+        return self.engine.name != "none"
+
     def out_of_budget(self) -> str | None:
         """Why a model-backed stage must not take another unit now (None: go on)."""
         return self.budget.exhausted() if self.budget is not None else None
 
-    def charge(self, stage: str, completions: list[Any]) -> None:
+    def charge(self, stage: str, completions: list[Completion]) -> None:
         """Count a unit's model calls against the run's budget."""
         if self.budget is not None:
             self.budget.charge(stage, completions)
@@ -57,7 +96,7 @@ class StageContext:
         return self._nodes
 
 
-def build_engine(settings: Settings, model_override: str | None = None) -> tuple[Any, str]:
+def build_engine(settings: Settings, model_override: str | None = None) -> tuple[Engine, str]:
     """The run's model engine and a one-line reason for the choice (for the run report)."""
     from memvault.engines import make_engine
 

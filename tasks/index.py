@@ -9,18 +9,29 @@ stored, searchable by full text) for the next run to embed.
 
 import hashlib
 import itertools
+import logging
 from datetime import datetime
 from typing import Any
 
 import numpy as np
-from prefect import get_run_logger, task
+from prefect import task
 from prefect.cache_policies import NONE
 
 from memvault.failpoints import failpoint
-from memvault.ids import short_ids
+from memvault.ids import conv_ref, short_ids
 from memvault.markdown.tree import TreeNode, article_nodes, conversation_nodes, truncate
 from memvault.recall.access import ACCESS_LOG, fold_access
 from stores.nodes import NodeIndex, now_utc
+from tasks.context import StageContext, StageResult
+from tasks.text import EMBED_CHARS
+
+log = logging.getLogger(__name__)
+
+# A new node's importance prior (in [0, 1]; recall weighs it by `w_importance`, a small term).
+# An article is memory already distilled and cited, a conversation turn the raw material, so
+# an article starts a little ahead; both stay mid-scale so access and edits can move them.
+ARTICLE_IMPORTANCE = 0.5
+CONVERSATION_IMPORTANCE = 0.3
 
 
 def node_id(doc: str, path: str) -> str:
@@ -117,7 +128,7 @@ def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int =
             "parent": node_id(doc, _stable(n.parent)) if n.parent else None, "kind": n.kind, "title": n.title,
             "text": n.text, "fts_text": embed_text or n.text, "ref": n.ref, "ord": n.order, "vector": None, "pending": True,
             "content_hash": node_hash(n, embed_text, links), "created_at": created.replace(tzinfo=None), "updated_at": now,
-            "importance": 0.5 if doc_kind == "article" else 0.3, "access": 0,
+            "importance": ARTICLE_IMPORTANCE if doc_kind == "article" else CONVERSATION_IMPORTANCE, "access": 0,
             "similar": [], "reply": node_id(doc, _stable(reply[n.path])) if n.path in reply else None,
             "kin": [node_id(doc, _stable(p)) for p in kins.get(n.path, [])],
         })
@@ -139,21 +150,20 @@ def conversation_rows(ledger: Any, cid: str, short: str, context_turns: int) -> 
             if not m["low_value"]]
     date = conv["started_at"].strftime("%Y-%m-%d") if conv["started_at"] else None
     tree = conversation_nodes(cid, short, conv["title"] or "", date, conv["source"], msgs)
-    return rows_for(f"conv:{cid}", "conversation", tree, context_turns)
+    return rows_for(conv_ref(cid), "conversation", tree, context_turns)
 
 
-def embed_rows(embedder: Any, rows: list[dict[str, Any]], dim: int, log: Any = None) -> int:
+def embed_rows(embedder: Any, rows: list[dict[str, Any]], dim: int) -> int:
     """Fill vectors in place; a failed batch stays pending with a zero vector. Returns failures."""
     failed = 0
     batch = 256
     for start in range(0, len(rows), batch):
         part = rows[start:start + batch]
         try:
-            vecs = embedder.embed([(r.get("embed_text") or f"{r['title']}\n{r['text']}")[:2000] for r in part])
+            vecs = embedder.embed([(r.get("embed_text") or f"{r['title']}\n{r['text']}")[:EMBED_CHARS] for r in part])
         except (RuntimeError, ValueError, OSError, MemoryError) as exc:
             failed += len(part)
-            if log:
-                log.warning("embedding batch failed (%s); %d node(s) left pending", exc, len(part))
+            log.warning("embedding batch failed (%s); %d node(s) left pending", exc, len(part))
             for r in part:
                 r["vector"], r["pending"] = [0.0] * dim, True
             continue
@@ -166,7 +176,7 @@ def similar_edges(nodes: NodeIndex, rows: list[dict[str, Any]], threshold: float
                   recent: int, fts: int) -> list[tuple[str, str, float]]:
     """Up to ``k`` edges per new row, from recent nodes plus full-text neighbours."""
     pool = {r["id"]: np.asarray(r["vector"], dtype=np.float32) for r in nodes.recent(recent)}
-    edges = []
+    edges: list[tuple[str, str, float]] = []
     for r in rows:
         if r["pending"]:
             continue
@@ -181,13 +191,13 @@ def similar_edges(nodes: NodeIndex, rows: list[dict[str, Any]], threshold: float
 
 
 def write_index(nodes: NodeIndex, embedder: Any, writes: list[dict[str, Any]], deletes: list[str],
-                settings: Any, log: Any = None) -> int:
+                settings: Any) -> int:
     """Embed ``writes``, apply them and ``deletes``, link new nodes, refresh the search indexes.
 
     Returns how many nodes were left pending. Shared by the index stage and the benchmarks,
     so what is measured is what the product stores.
     """
-    failed = embed_rows(embedder, writes, embedder.dim, log)
+    failed = embed_rows(embedder, writes, embedder.dim)
     if deletes:
         nodes.delete(deletes)
     if writes:
@@ -197,12 +207,32 @@ def write_index(nodes: NodeIndex, embedder: Any, writes: list[dict[str, Any]], d
                                       settings.recent_candidates, settings.fts_candidates))
     if writes or deletes:
         built = nodes.ensure_indexes(settings.ann_threshold)
-        if log and built:
+        if built:
             log.info("search indexes built or refreshed: %s", ", ".join(built))
     return failed
 
 
-def run_index(ctx: Any, log: Any = None) -> dict[str, Any]:
+class IndexResult(StageResult):
+    """What index did: documents looked at, nodes written, deleted and left pending."""
+
+    documents: int = 0
+    nodes_written: int = 0
+    nodes_deleted: int = 0
+    pending: int = 0  # nodes whose embedding failed: zero vectors, retried next run
+    embedded: int = 0
+    nodes_total: int = 0
+    accesses_folded: int = 0
+
+
+def run_index(ctx: StageContext) -> IndexResult:
+    """Bring the node index up to date with the vault's articles and the changed conversations.
+
+    Reads every article (parsed, cheap), the conversations changed since `indexed_at`, the
+    pending nodes and recall's access log; writes nodes, vectors, `similar` edges and search
+    indexes to LanceDB, then `indexed_at`. Unit of work: the run's one document batch;
+    failpoint `index:1` fires after it is written, before the ledger is marked.
+    Long because it is one sequence over the two kinds of document, then one write.
+    """
     nodes, ledger, settings = ctx.nodes, ctx.ledger, ctx.settings.index
     writes: list[dict[str, Any]] = []
     deletes: list[str] = []
@@ -221,7 +251,7 @@ def run_index(ctx: Any, log: Any = None) -> dict[str, Any]:
     todo = ledger.conversations_to_index()
     shorts = short_ids(ledger.conversation_ids())
     for cid in todo:
-        changed, gone = sync_doc(nodes, f"conv:{cid}", conversation_rows(ledger, cid, shorts[cid], settings.context_turns))
+        changed, gone = sync_doc(nodes, conv_ref(cid), conversation_rows(ledger, cid, shorts[cid], settings.context_turns))
         writes += changed
         deletes += gone
         docs_seen += 1
@@ -230,21 +260,19 @@ def run_index(ctx: Any, log: Any = None) -> dict[str, Any]:
     for r in retry:
         r.pop("_distance", None)
     writes += retry
-    failed = write_index(nodes, ctx.embedder, writes, deletes, settings, log)
+    failed = write_index(nodes, ctx.embedder, writes, deletes, settings)
     failpoint("index", 1)  # the run's one document batch is written; the ledger not yet marked
     ledger.mark_indexed(todo)
     # Recall's access side log: renamed aside, then folded, so appends meanwhile are kept.
     access = fold_access(ctx.settings.state_dir / ACCESS_LOG, nodes.add_access)
-    if log:
-        log.info("indexed %d node(s), deleted %d, %d pending", len(writes), len(deletes), failed)
-        if access["malformed"]:
-            log.warning("access log: %d malformed line(s) skipped", access["malformed"])
-    return {"documents": docs_seen, "nodes_written": len(writes), "nodes_deleted": len(deletes),
-            "pending": failed, "embedded": len(writes) - failed, "nodes_total": nodes.count(),
-            "accesses_folded": access["accesses"]}
+    log.info("indexed %d node(s), deleted %d, %d pending", len(writes), len(deletes), failed)
+    if access["malformed"]:
+        log.warning("access log: %d malformed line(s) skipped", access["malformed"])
+    return IndexResult(documents=docs_seen, nodes_written=len(writes), nodes_deleted=len(deletes), pending=failed,
+                       embedded=len(writes) - failed, nodes_total=nodes.count(), accesses_folded=access["accesses"])
 
 
 @task(name="index", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def index(ctx: Any) -> dict[str, Any]:
+def index(ctx: StageContext) -> dict[str, Any]:
     """Prefect task: bring the node index up to date with the vault and the ledger."""
-    return run_index(ctx, get_run_logger())
+    return run_index(ctx).report()

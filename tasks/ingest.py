@@ -22,9 +22,12 @@ from pydantic import BaseModel, Field
 
 from memvault.errors import MemvaultError
 from memvault.failpoints import failpoint
+from memvault.ids import conv_ref
+from memvault.progress import Progress
 from memvault.models import Conversation, LineError
 from memvault.settings import Settings
 from stores.ledger import Ledger
+from tasks.context import StageContext
 
 JSONL_KINDS = {"claude-code", "codex", "pi"}
 SUFFIXES = {".jsonl", ".json"}
@@ -223,7 +226,7 @@ class _FileRun:
 
 
 def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, result: IngestResult,
-                batches: _Batches, mark: dict[str, Any] | None, progress: Any = None,
+                batches: _Batches, mark: dict[str, Any] | None, progress: Progress | None = None,
                 slice_bytes: int = SLICE_BYTES, key: str | None = None) -> "_FileRun | None":
     """Parse one file into ``batches``; bad input is recorded in ``result``, never raised.
 
@@ -253,7 +256,8 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
     result.files_changed += 1
     jsonl = kind in JSONL_KINDS
     while True:
-        parsed = parse_file(path, kind, offset, state, max_bytes=slice_bytes if jsonl else None)
+        # `kind` is a SourceKind once discovery detected it (a str in the watermark row).
+        parsed = parse_file(path, kind, offset, state, max_bytes=slice_bytes if jsonl else None)  # type: ignore[arg-type]
         consumed = max(parsed.end_offset - offset, 0)
         more = jsonl and consumed >= slice_bytes  # stopped at the slice limit, not at the end
         result.errors.extend(parsed.errors)
@@ -333,9 +337,16 @@ def _fewer_gc_passes() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]], progress: Any = None,
+def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]], progress: Progress | None = None,
                slice_bytes: int = SLICE_BYTES) -> IngestResult:
-    """Ingest every file under ``roots``; ``progress`` is a memvault.ingest_progress.ProgressSink."""
+    """Ingest every transcript file under ``roots`` into the ledger, reporting to ``progress``.
+
+    Reads the files (from each one's watermark: only what was appended since) and
+    Meta/Topics_to_Ignore.md; writes conversations, messages (redacted) and watermarks.
+    Unit of work: a batch (whole small files, or one slice of at most ``slice_bytes`` of a
+    big one) committed in one transaction with its watermarks; failpoint `ingest:<n>` fires
+    after the n-th commit.
+    """
     result = IngestResult()
     pattern = apply_topics(ledger, settings, result)
     files, errors = discover(roots)
@@ -343,16 +354,18 @@ def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]]
     sizes = [_file_size(p) for _, p in files]
     marks = ledger.watermarks()  # one query, so an unchanged file costs only its stat
     if progress is not None:
-        progress.begin(len(files), sum(sizes))
+        progress.begin(sum(sizes), f"{len(files)} file(s)")
     with _fewer_gc_passes(), ledger.bulk_load(), _Batches(ledger, result, max(slice_bytes, BATCH_BYTES), pattern=pattern) as batches:
         folders: dict[Path, Path] = {}
         for (kind, path), size in zip(files, sizes):
             _ingest_one(ledger, settings, result, batches, marks, kind, path, size, progress, slice_bytes, folders)
+    if progress is not None:
+        progress.done()
     return result
 
 
 def _ingest_one(ledger: Ledger, settings: Settings, result: IngestResult, batches: _Batches,
-                marks: dict[str, dict[str, Any]], kind: str, path: Path, size: int, progress: Any,
+                marks: dict[str, dict[str, Any]], kind: str, path: Path, size: int, progress: Progress | None,
                 slice_bytes: int, folders: dict[Path, Path]) -> None:
     """One file of ``run_ingest``: its problems become errors, never exceptions."""
     result.files_seen += 1
@@ -368,14 +381,13 @@ def _ingest_one(ledger: Ledger, settings: Settings, result: IngestResult, batche
         result.errors.append(LineError(file=str(path), error=f"{type(exc).__name__}: {exc}"))
     if progress is not None:
         # Unchanged or appended files read less than their size: the bar still completes.
-        progress.advance(max(size - (result.bytes_read - before), 0))
-        progress.file_done(path)
+        progress.advance(max(size - (result.bytes_read - before), 0), path.name)
 
 
-def drop_ignored_from_index(ctx: Any, cids: list[str]) -> int:
+def drop_ignored_from_index(ctx: StageContext, cids: list[str]) -> int:
     """Remove the index nodes of conversations that just became ignored (so recall skips them)."""
-    indexed = [c for c in cids if ctx.nodes.doc_hashes(f"conv:{c}")]
-    ids = [i for c in indexed for i in ctx.nodes.doc_hashes(f"conv:{c}")]
+    indexed = [c for c in cids if ctx.nodes.doc_hashes(conv_ref(c))]
+    ids = [i for c in indexed for i in ctx.nodes.doc_hashes(conv_ref(c))]
     if ids:
         ctx.nodes.delete(ids)
     ctx.ledger.clear_indexed(indexed)
@@ -383,9 +395,9 @@ def drop_ignored_from_index(ctx: Any, cids: list[str]) -> int:
 
 
 @task(name="ingest", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def ingest(ctx: Any) -> dict[str, Any]:
+def ingest(ctx: StageContext) -> dict[str, Any]:
     """Prefect task: ingest configured sources plus any ad hoc paths of this run."""
-    from memvault.ingest_progress import current
+    from memvault.progress import current
 
     log = get_run_logger()
     roots = configured_roots(ctx.settings) + [("auto", p) for p in ctx.extra_paths]

@@ -23,22 +23,26 @@ Failpoint `synthesize:<n>` fires after the n-th article write.
 """
 
 import hashlib
+import logging
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from prefect import get_run_logger, task
+from prefect import task
 from prefect.cache_policies import NONE
 
 from memvault.engines import structured
 from memvault.failpoints import failpoint
-from memvault.ids import short_ids
+from memvault.ids import conv_ref, short_ids
 from memvault.prompts import Prompt, load_prompt
 from memvault.markdown.footnotes import renumber
 from memvault.markdown.gate import gate
+from tasks.context import ModelStageResult, StageContext
 from tasks.synthesize_model import SynthesisReply, apply_reply, article_view, material, talk_entry
 from tasks.text import keywords, sentences, surface_form, words
+
+log = logging.getLogger(__name__)
 
 _ROLE = re.compile(r"^(user|assistant|tool|system|attachment|summary):\s*", re.I)
 _TAIL = re.compile(r"^##\s+(See also|References)\s*$", re.I | re.M)
@@ -50,7 +54,7 @@ def _date(value: Any) -> str:
 
 def citation(chunk: dict[str, Any], short: str) -> str:
     title = " ".join((chunk["conversation_title"] or chunk["label"] or "untitled").split())
-    return f"`conv:{short}` ({_date(chunk['date'])}, {chunk['source']}) — {title}"
+    return f"`{conv_ref(short)}` ({_date(chunk['date'])}, {chunk['source']}) — {title}"
 
 
 def extract(chunk_text: str, terms: set[str], n: int) -> list[str]:
@@ -96,7 +100,7 @@ def add_sections(text: str, sections: list[tuple[str, str, str]]) -> str:
     return body + tail + "\n" + "\n".join(defs) + "\n"
 
 
-def synthesize_bucket(ctx: Any, bucket: str, chunk_ids: list[str], shorts: dict[str, str]) -> tuple[str, str | None, str]:
+def synthesize_bucket(ctx: StageContext, bucket: str, chunk_ids: list[str], shorts: dict[str, str]) -> tuple[str, str | None, str]:
     """Build the new article text; returns (path key, previous text, new text)."""
     vault, ledger = ctx.vault, ctx.ledger
     path = vault.article_path(ledger.bucket_stem(bucket))
@@ -123,7 +127,7 @@ def synthesize_bucket(ctx: Any, bucket: str, chunk_ids: list[str], shorts: dict[
     return str(path), previous, new
 
 
-def resolve_intents(ctx: Any) -> int:
+def resolve_intents(ctx: StageContext) -> int:
     """Finish the journal of an interrupted run (see the module docstring)."""
     done = 0
     for intent in ctx.ledger.intents():
@@ -139,7 +143,7 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def article_states(ctx: Any, stems: list[str]) -> tuple[dict[str, str], list[str]]:
+def article_states(ctx: StageContext, stems: list[str]) -> tuple[dict[str, str], list[str]]:
     """Articles an interrupted run wrote but never committed (stem → created/updated), and
     articles edited by hand since memvault last wrote them.
 
@@ -175,7 +179,25 @@ def article_states(ctx: Any, stems: list[str]) -> tuple[dict[str, str], list[str
     return resumed, sorted(hand)
 
 
-class _Tally:
+class SynthesizeResult(ModelStageResult):
+    """What synthesize did: articles created, updated and rejected, chunks woven in."""
+
+    omit_when_none: ClassVar[frozenset[str]] = frozenset({"prompt_hash", "unparked", "stopped"})
+    buckets: int = 0
+    created: int = 0
+    updated: int = 0
+    rejected: int = 0
+    parked: int = 0  # chunks that reached `synthesize.max_attempts` and wait for a new prompt
+    resumed: int = 0  # intents of an interrupted run completed
+    chunks_synthesized: int = 0
+    hand_edited: list[str] = []  # articles among this run's buckets a person edited since memvault wrote them
+    # The model path only: the prompt's hash and the chunks unparked because it changed.
+    prompt_hash: str | None = None
+    unparked: int | None = None
+    stopped: str | None = None  # why the budget stopped the stage early
+
+
+class Tally:
     """Counts of one synthesize pass; `written` drives the failpoint."""
 
     def __init__(self) -> None:
@@ -184,7 +206,7 @@ class _Tally:
         self.chunks_done = 0
 
 
-def _wrote(ctx: Any, tally: _Tally, stem: str, previous: str | None) -> None:
+def _wrote(ctx: StageContext, tally: Tally, stem: str, previous: str | None) -> None:
     tally.written += 1
     if previous is None:
         tally.created += 1
@@ -195,8 +217,8 @@ def _wrote(ctx: Any, tally: _Tally, stem: str, previous: str | None) -> None:
     failpoint("synthesize", tally.written)
 
 
-def reject(ctx: Any, tally: _Tally, bucket: str, chunk_ids: list[str], reasons: list[str],
-           prompt_hash: str | None, log: Any = None) -> None:
+def reject(ctx: StageContext, tally: Tally, bucket: str, chunk_ids: list[str], reasons: list[str],
+           prompt_hash: str | None) -> None:
     """Leave the article as it is; reasons to the report and the Talk page; count the attempt."""
     stem = ctx.ledger.bucket_stem(bucket)
     tally.rejected += 1
@@ -214,13 +236,16 @@ def reject(ctx: Any, tally: _Tally, bucket: str, chunk_ids: list[str], reasons: 
              f"retried next run, at most {limit} times):", *reasons]
     ctx.vault.write(talk, talk_entry(ctx.vault.read(talk), bucket, ctx.run_id, today, "synthesis rejected", lines))
     ctx.talk_notes += 1
-    if log:
-        log.warning("rejected %s: %s", stem, "; ".join(reasons))
+    log.warning("rejected %s: %s", stem, "; ".join(reasons))
 
 
-def synthesize_with_model(ctx: Any, bucket: str, chunk_ids: list[str], shorts: dict[str, str],
-                          known: set[str], prompt: Prompt, tally: _Tally, log: Any = None) -> None:
-    """Integrate a bucket's new chunks, one batch (one model call, one article write) at a time."""
+def synthesize_with_model(ctx: StageContext, bucket: str, chunk_ids: list[str], shorts: dict[str, str],
+                          cited_ids: set[str], prompt: Prompt, tally: Tally) -> None:
+    """Integrate a bucket's new chunks, one batch (one model call, one article write) at a time.
+
+    Long because a batch is one crash-safe sequence: ask, apply, gate, Talk notes, journal the
+    intent, write, complete the intent, record the unit results, failpoint.
+    """
     settings = ctx.settings.synthesize
     vault, ledger = ctx.vault, ctx.ledger
     stem = ledger.bucket_stem(bucket)
@@ -247,12 +272,12 @@ def synthesize_with_model(ctx: Any, bucket: str, chunk_ids: list[str], shorts: d
                            cache_prefix=prompt.system)
         ctx.charge("synthesize", reply.completions)
         if reply.value is None:
-            reject(ctx, tally, bucket, batch, [reply.reason or "invalid reply"], prompt.hash, log)
+            reject(ctx, tally, bucket, batch, [reply.reason or "invalid reply"], prompt.hash)
             continue
         new, problems, conflicts = apply_reply(previous, bucket, reply.value, definitions, today)
-        reasons = problems + gate(new, previous, known)
+        reasons = problems + gate(new, previous, cited_ids)
         if reasons:
-            reject(ctx, tally, bucket, batch, reasons, prompt.hash, log)
+            reject(ctx, tally, bucket, batch, reasons, prompt.hash)
             continue
         if conflicts:
             talk = vault.talk_path(stem)
@@ -265,13 +290,12 @@ def synthesize_with_model(ctx: Any, bucket: str, chunk_ids: list[str], shorts: d
             for c in batch:
                 ledger.record_unit_result("synthesize", f"{bucket}/{c}", prompt.hash, "model", None, ctx.run_id)
         tally.chunks_done += len(batch)
-        if log:
-            log.info("%s %s from %d chunk(s)", "created" if previous is None else "updated", stem, len(batch))
+        log.info("%s %s from %d chunk(s)", "created" if previous is None else "updated", stem, len(batch))
         _wrote(ctx, tally, stem, previous)
 
 
-def synthesize_extractive(ctx: Any, bucket: str, chunk_ids: list[str], shorts: dict[str, str],
-                          known: set[str], tally: _Tally, log: Any = None) -> None:
+def synthesize_extractive(ctx: StageContext, bucket: str, chunk_ids: list[str], shorts: dict[str, str],
+                          cited_ids: set[str], tally: Tally) -> None:
     """The no-model path for one bucket: one article write with every new chunk."""
     path_key, previous, new = synthesize_bucket(ctx, bucket, chunk_ids, shorts)
     stem = ctx.ledger.bucket_stem(bucket)
@@ -280,24 +304,30 @@ def synthesize_extractive(ctx: Any, bucket: str, chunk_ids: list[str], shorts: d
         ctx.ledger.record_intent(bucket, chunk_ids, _sha(new), ctx.run_id)
         ctx.ledger.complete_intent(bucket, True)
         return
-    reasons = gate(new, previous, known)
+    reasons = gate(new, previous, cited_ids)
     if reasons:
-        reject(ctx, tally, bucket, chunk_ids, reasons, None, log)
+        reject(ctx, tally, bucket, chunk_ids, reasons, None)
         return
     ctx.ledger.record_intent(bucket, chunk_ids, _sha(new), ctx.run_id)
     ctx.vault.write(Path(path_key), new)
     ctx.ledger.complete_intent(bucket, True)
     tally.chunks_done += len(chunk_ids)
-    if log:
-        log.info("%s %s from %d chunk(s)", "created" if previous is None else "updated", stem, len(chunk_ids))
+    log.info("%s %s from %d chunk(s)", "created" if previous is None else "updated", stem, len(chunk_ids))
     _wrote(ctx, tally, stem, previous)
 
 
-def run_synthesize(ctx: Any, log: Any = None) -> dict[str, Any]:
+def run_synthesize(ctx: StageContext) -> SynthesizeResult:
+    """Weave each bucket's new chunks into `articles/<Bucket>.md`, through the gate.
+
+    Reads the chunks per bucket not yet in `synthesized_bucket_chunks`, the current article
+    (a person's edits included) and the intent journal; writes articles, Talk pages, intents,
+    unit results and attempts. Unit of work: one article write (a model batch, or a bucket's
+    extractive pass), journaled before the write; failpoint `synthesize:<n>` fires after the
+    n-th write.
+    """
     resumed = resolve_intents(ctx)
-    use_model = ctx.engine is not None and ctx.engine.name != "none"
-    prompt = load_prompt("synthesize", ctx.vault.meta_dir) if use_model else None
-    unparked = ctx.ledger.unpark_for_new_prompt("synthesize", prompt.hash) if prompt else 0
+    prompt = load_prompt("synthesize", ctx.vault.meta_dir) if ctx.uses_model else None
+    unparked = ctx.ledger.unpark_for_new_prompt("synthesize", prompt.hash) if prompt else None
     pending = ctx.ledger.pending_by_bucket()
     if ctx.since is not None:
         recent = ctx.ledger.conversations_updated_since(ctx.since)
@@ -308,31 +338,27 @@ def run_synthesize(ctx: Any, log: Any = None) -> dict[str, Any]:
         # An interrupted run wrote these and never committed them: wikify and commit them now.
         ctx.touched_articles.setdefault(stem, kind)
     shorts = short_ids(ctx.ledger.conversation_ids())
-    known = set(shorts)
-    tally = _Tally()
+    cited_ids = set(shorts)  # what a citation may name: every conversation's short id
+    tally = Tally()
     for bucket, chunk_ids in pending.items():
         if prompt is not None:
-            synthesize_with_model(ctx, bucket, chunk_ids, shorts, known, prompt, tally, log)
+            synthesize_with_model(ctx, bucket, chunk_ids, shorts, cited_ids, prompt, tally)
         else:
             tally.stopped = ctx.out_of_budget()
             if not tally.stopped:
-                synthesize_extractive(ctx, bucket, chunk_ids, shorts, known, tally, log)
+                synthesize_extractive(ctx, bucket, chunk_ids, shorts, cited_ids, tally)
         if tally.stopped:
             break
     ctx.units_done["synthesize"] = tally.chunks_done
-    out: dict[str, Any] = {"buckets": len(pending), "created": tally.created, "updated": tally.updated,
-                           "rejected": tally.rejected, "parked": tally.parked, "resumed": resumed,
-                           "chunks_synthesized": tally.chunks_done,
-                           "hand_edited": [s for s in hand if s in {ctx.ledger.bucket_stem(b) for b in pending}],
-                           **ctx.stage_cost("synthesize")}
-    if prompt is not None:
-        out.update(prompt_hash=prompt.hash, unparked=unparked)
-    if tally.stopped:
-        out["stopped"] = tally.stopped
-    return out
+    stems = {ctx.ledger.bucket_stem(b) for b in pending}
+    return SynthesizeResult(buckets=len(pending), created=tally.created, updated=tally.updated,
+                            rejected=tally.rejected, parked=tally.parked, resumed=resumed,
+                            chunks_synthesized=tally.chunks_done, hand_edited=[s for s in hand if s in stems],
+                            prompt_hash=prompt.hash if prompt else None, unparked=unparked,
+                            stopped=tally.stopped or None, **ctx.stage_cost("synthesize"))
 
 
 @task(name="synthesize", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def synthesize(ctx: Any) -> dict[str, Any]:
+def synthesize(ctx: StageContext) -> dict[str, Any]:
     """Prefect task: create or update one article per bucket with new chunks."""
-    return run_synthesize(ctx, get_run_logger())
+    return run_synthesize(ctx).report()

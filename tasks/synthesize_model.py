@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from memvault.ids import conv_ref
 from memvault.markdown.footnotes import renumber
 from memvault.markdown.gate import word_count
 from memvault.markdown.scan import Doc
@@ -100,7 +101,7 @@ def _cite(text: str, definitions: dict[str, str], used: dict[str, str]) -> tuple
         if match is None:
             if _HEX.match(raw):
                 unknown.append(raw)
-                used.setdefault(f"new{raw[:12]}", f"`conv:{raw}` (unknown)")
+                used.setdefault(f"new{raw[:12]}", f"`{conv_ref(raw)}` (unknown)")
                 return f"[^new{raw[:12]}]"
             return m.group(0)  # an existing footnote label, or junk the gate will catch
         label = f"new{match[:12]}"
@@ -148,8 +149,8 @@ def apply_reply(previous: str | None, title: str, reply: SynthesisReply, definit
         for x in c.cites:
             raw = x.strip().strip("[]^").removeprefix("conv:").lower()
             hit = next((s for s in definitions if len(raw) >= 6 and (s.startswith(raw) or raw.startswith(s))), None)
-            if hit and f"`conv:{hit}`" not in ids:
-                ids.append(f"`conv:{hit}`")
+            if hit and f"`{conv_ref(hit)}`" not in ids:
+                ids.append(f"`{conv_ref(hit)}`")
         where = f" (section {c.section})" if c.section.strip() else ""
         notes.append(f"{' '.join(c.note.split())}{where}" + (f" — sources: {', '.join(ids)}" if ids else ""))
     if used:

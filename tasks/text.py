@@ -4,6 +4,11 @@ import math
 import re
 from collections import Counter
 
+# The embedding model reads at most 256 word pieces (~1,000-1,500 characters of prose) and
+# truncates the rest, so text past 2,000 characters never changes a vector: cutting it first
+# keeps the tokenizer from working through long messages and pasted logs for nothing.
+EMBED_CHARS = 2000
+
 _SENT = re.compile(r"(?<=[.!?。！？])\s+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'+-]{2,}")
 STOP = set("""
@@ -18,7 +23,7 @@ user assistant tool call result output file files code run runs running step ste
 
 def sentences(text: str) -> list[str]:
     """Split prose into sentences (Latin and CJK terminators)."""
-    out = []
+    out: list[str] = []
     for block in text.split("\n"):
         block = block.strip(" -*#>\t")
         if block:

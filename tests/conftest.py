@@ -15,12 +15,13 @@ import pytest
 
 from memvault.prefect_env import apply_prefect_defaults
 
+
 apply_prefect_defaults()  # before any test module imports prefect
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from tests.helpers import SAMPLES, child_env, free_port, run_flow, stop  # noqa: E402
 from tests.tiny_model import build_tiny_llama  # noqa: E402
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 SERVER_START_TIMEOUT_S = 60.0
 

@@ -169,24 +169,21 @@ def reindex(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
     Example: memvault reindex
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     from memvault.embeddings import Embedder
     from memvault.lock import writer_lock
     from memvault.ops.reindex import rebuild_index
     from stores.ledger import Ledger
     from stores.vault import Vault
+    from memvault.progress import RichProgress
 
     with reporting(as_json):
         settings = home_settings(ctx)
         with writer_lock(settings.state_dir, "memvault reindex", settings.lock_timeout_s), \
-                Progress(TextColumn("embedding nodes"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                         console=console, disable=as_json, transient=True) as bar:
-            task = bar.add_task("reindex", total=None)
+                RichProgress("embedding nodes", as_bytes=False, transient=True, disable=as_json) as bar:
             ledger = Ledger(settings.ledger_path)
             try:
                 result = rebuild_index(settings, ledger, Vault(settings.home), Embedder(settings.embeddings.batch_size),
-                                       progress=lambda done, total: bar.update(task, completed=done, total=total))
+                                       progress=bar)
             finally:
                 ledger.close()
         render(as_json, result, lambda: console.print(

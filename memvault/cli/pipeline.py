@@ -21,7 +21,7 @@ def ingest_progress(enabled: bool) -> Iterator[None]:
     if not enabled:
         yield
         return
-    from memvault.ingest_progress import RichProgress, watching
+    from memvault.progress import RichProgress, watching
 
     with RichProgress() as bar, watching(bar):
         yield

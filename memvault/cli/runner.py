@@ -39,7 +39,7 @@ def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | 
                          paths=paths or [], configured_sources=configured_sources, engine=engine, model=model,
                          since=since_at, dry_run=dry_run)
     if dry_run:
-        return execute(options, None)
+        return execute(options)
     with _terminal_without_tracebacks():
         return nightly(options)
 

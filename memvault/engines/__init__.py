@@ -1,7 +1,7 @@
 """Model engines behind one interface, and the choice of engine from settings.
 
-`make_engine` is called once in the composition root; stages receive the engine and check
-`engine.name == "none"` for their no-model path.
+`make_engine` is called once in the composition root; stages receive the engine and take
+their no-model path when `StageContext.uses_model` is False (the `none` engine).
 """
 
 from typing import TYPE_CHECKING
@@ -28,6 +28,9 @@ __all__ = [
     "make_engine",
     "structured",
 ]
+
+if TYPE_CHECKING:  # every engine satisfies the protocol stages are typed against (checked by mypy)
+    _ENGINES: tuple[type[Engine], ...] = (FakeEngine, NoneEngine, MlxEngine, OpenAIEngine)
 
 _NO_MODEL = "stages use embedding-based segmentation and clustering and extractive synthesis"
 

@@ -7,7 +7,7 @@ pydantic model, retrying once with the validation error, and never raises on bad
 import json
 import logging
 import re
-from typing import Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -54,7 +54,7 @@ class Engine(Protocol):
         prompt: str,
         *,
         max_tokens: int,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
         cache_prefix: str | None = None,
     ) -> Completion:
         """Answer `prompt` under `system`; raise EngineError when the engine cannot answer."""

@@ -32,7 +32,7 @@ class FakeEngine:
         prompt: str,
         *,
         max_tokens: int,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
         cache_prefix: str | None = None,
     ) -> Completion:
         """Record the call and pop the next reply; EngineError when the queue is empty."""

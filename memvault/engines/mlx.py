@@ -36,7 +36,7 @@ def resolve_model(name: str) -> Path:
         raise EngineError("mlx-lm is not installed — install memvault with its mlx extra") from exc
     try:
         # local_files_only: the HF_HUB_OFFLINE behaviour, whatever the environment says.
-        return hf_repo_to_path(name)
+        return Path(hf_repo_to_path(name))  # type: ignore[no-untyped-call]  # mlx-lm is untyped
     except (OSError, ValueError) as exc:
         raise EngineError(
             f"model {name!r} is not in the local Hugging Face cache and memvault never downloads — "
@@ -125,7 +125,7 @@ class MlxEngine:
         prompt: str,
         *,
         max_tokens: int,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
         cache_prefix: str | None = None,
     ) -> Completion:
         """Generate a reply. `json_schema` is not enforced here (no grammar); callers validate."""

@@ -1,10 +1,12 @@
 """The engine used when no model is available: stages take their no-model path."""
 
+from typing import Any
+
 from memvault.engines.base import Completion, EngineError
 
 
 class NoneEngine:
-    """No model. Stages check `engine.name == "none"` before calling it."""
+    """No model. Stages check `StageContext.uses_model` before calling it."""
 
     name = "none"
     model: str | None = None
@@ -15,7 +17,7 @@ class NoneEngine:
         prompt: str,
         *,
         max_tokens: int,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
         cache_prefix: str | None = None,
     ) -> Completion:
         """Always fail: a stage reached for a model while none is configured."""

@@ -9,6 +9,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import tenacity
@@ -88,7 +89,7 @@ class OpenAIEngine:
         prompt: str,
         *,
         max_tokens: int,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
         cache_prefix: str | None = None,
     ) -> Completion:
         """POST /v1/chat/completions; `cache_prefix` is left to the server's own prefix cache."""
@@ -110,7 +111,7 @@ class OpenAIEngine:
         data = self._post_with_retries(body)
         return _completion(data, system, prompt, time.perf_counter() - start)
 
-    def _post_with_retries(self, body: dict[str, object]) -> dict:
+    def _post_with_retries(self, body: dict[str, object]) -> dict[str, Any]:
         url = f"{self.base_url}/chat/completions"
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(_Retryable),
@@ -184,7 +185,7 @@ def _retry_after(response: httpx.Response) -> float:
         return 0.0
 
 
-def _json(response: httpx.Response, url: str) -> dict:
+def _json(response: httpx.Response, url: str) -> dict[str, Any]:
     try:
         data = response.json()
     except ValueError as exc:
@@ -194,7 +195,7 @@ def _json(response: httpx.Response, url: str) -> dict:
     return data
 
 
-def _completion(data: dict, system: str, prompt: str, seconds: float) -> Completion:
+def _completion(data: dict[str, Any], system: str, prompt: str, seconds: float) -> Completion:
     try:
         text = data["choices"][0]["message"].get("content") or ""
     except (KeyError, IndexError, TypeError, AttributeError) as exc:

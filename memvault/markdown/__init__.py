@@ -1,1 +1,1 @@
-"""Markdown of the vault: names, footnotes, wikilinks, the editorial gate, wikify, lint."""
+"""Markdown of the vault: names, footnotes, wikilinks, the editorial gate, article cleanup, lint."""

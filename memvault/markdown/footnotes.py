@@ -129,8 +129,24 @@ def renumber(text: str) -> tuple[str, list[str]]:
     defs = doc.footnote_defs()
     markers = _markers(doc, defs)
     log: list[str] = []
+    content_of = _merge_definitions(doc, defs, log)
+    numbers, ordered = _number_by_first_use(doc, defs, markers, content_of, log)
+    by_line: dict[int, list[Marker]] = {}
+    for m in markers:
+        by_line.setdefault(m.line, []).append(m)
+    # Lines that leave the body: every definition, every References section (its prose is kept apart).
+    drop = {i for d in defs for i in range(d.start, d.end)}
+    extra = _references_prose(doc, defs, by_line, numbers, drop)
+    body = _body(doc, defs, by_line, numbers, drop)
+    refs = [f"[^{n}]: {_renumber_inline(_content_key(c), numbers, log)}" for n, c in enumerate(ordered, start=1)]
+    out = "\n".join(body)
+    if refs or extra:
+        out += f"\n\n## {REFERENCES}\n\n" + "\n".join([*extra, *([""] if extra and refs else []), *refs])
+    return doc.front + out + "\n", log
 
-    # Merge definitions: a repeated label keeps its first text; equal texts share one number.
+
+def _merge_definitions(doc: Doc, defs: list[FootnoteDef], log: list[str]) -> dict[str, str]:
+    """Label → definition text: a repeated label keeps its first text (a conflicting repeat is logged)."""
     content_of: dict[str, str] = {}
     for d in defs:
         if d.label not in content_of:
@@ -139,13 +155,21 @@ def renumber(text: str) -> tuple[str, list[str]]:
             log.append(
                 f"dropped conflicting duplicate definition [^{d.label}] (line {doc.source_line(d.start)}): {d.content}"
             )
-    group_of = {label: _content_key(c) for label, c in content_of.items()}
+    return content_of
 
-    # Order of first use as the output reads: the body, then prose kept under References.
+
+def _number_by_first_use(doc: Doc, defs: list[FootnoteDef], markers: list[Marker], content_of: dict[str, str],
+                         log: list[str]) -> tuple[dict[str, int], list[str]]:
+    """(label → new number, definition texts by new number). Labels with equal texts share a number;
+    orphan markers and unused definitions are logged as dropped.
+
+    The order of first use is the order the output reads: the body, then prose kept under References.
+    """
+    group_of = {label: _content_key(c) for label, c in content_of.items()}
     ref_lines = {i for _, head_end, end in _references_ranges(doc) for i in range(head_end, end)}
     numbers: dict[str, int] = {}
     group_number: dict[str, int] = {}
-    ordered: list[str] = []  # definition texts, by new number
+    ordered: list[str] = []
     for m in sorted(markers, key=lambda m: (m.line in ref_lines, m.line, m.start)):
         if m.in_definition or m.label in numbers:
             continue
@@ -161,14 +185,14 @@ def renumber(text: str) -> tuple[str, list[str]]:
         if d.label in content_of and group_of[d.label] not in group_number and content_of[d.label] == d.content:
             log.append(f"dropped unused footnote definition [^{d.label}] (line {doc.source_line(d.start)}): {d.content}")
             group_number.setdefault(group_of[d.label], 0)  # log each text once
+    return numbers, ordered
 
-    # Lines that leave the body: every definition, every References heading.
-    by_line: dict[int, list[Marker]] = {}
-    for m in markers:
-        by_line.setdefault(m.line, []).append(m)
-    drop = {i for d in defs for i in range(d.start, d.end)}
+
+def _references_prose(doc: Doc, defs: list[FootnoteDef], by_line: dict[int, list[Marker]], numbers: dict[str, int],
+                      drop: set[int]) -> list[str]:
+    """Prose a person kept under `## References`, markers renumbered; adds those sections to ``drop``."""
     def_starts = {d.start for d in defs}
-    extra: list[str] = []  # prose a person kept under References
+    extra: list[str] = []
     for head_start, head_end, end in _references_ranges(doc):
         drop.update(range(head_start, head_end))
         if extra and extra[-1]:
@@ -187,6 +211,13 @@ def renumber(text: str) -> tuple[str, list[str]]:
         drop.update(range(head_end, end))
     while extra and not extra[-1]:
         extra.pop()
+    return extra
+
+
+def _body(doc: Doc, defs: list[FootnoteDef], by_line: dict[int, list[Marker]], numbers: dict[str, int],
+          drop: set[int]) -> list[str]:
+    """The lines that stay in the body, markers renumbered, blank runs left by removed lines collapsed."""
+    def_starts = {d.start for d in defs}
     body: list[str] = []
     for i, line in enumerate(doc.lines):
         if i in drop:
@@ -199,14 +230,9 @@ def renumber(text: str) -> tuple[str, list[str]]:
         if not line.strip() and i not in doc.code and (not body or not body[-1].strip()):
             continue
         body.append(line.rstrip() if i not in doc.code else line)
-
-    refs = [f"[^{n}]: {_renumber_inline(_content_key(c), numbers, log)}" for n, c in enumerate(ordered, start=1)]
     while body and not body[-1].strip():
         body.pop()
-    out = "\n".join(body)
-    if refs or extra:
-        out += f"\n\n## {REFERENCES}\n\n" + "\n".join([*extra, *([""] if extra and refs else []), *refs])
-    return doc.front + out + "\n", log
+    return body
 
 
 def _renumber_inline(content: str, numbers: dict[str, int], log: list[str]) -> str:

@@ -83,3 +83,14 @@ def gate(new: str, previous: str | None = None, known_conv_ids: set[str] | None 
         reasons.extend(f"unknown conversation conv:{c}" for c in cited if not _is_known(c, known))
     reasons.extend(_structure(doc, bool(doc.footnote_defs() or find_markers(new))))
     return reasons
+
+
+def _shape(reason: str) -> str:
+    """A gate reason without its numbers, to tell a new problem from one already there."""
+    return re.sub(r"\d+", "#", reason)
+
+
+def new_problems(new: str, previous: str, allowed_removed: Iterable[str] = ()) -> list[str]:
+    """Gate reasons against ``new`` that ``previous`` did not already have on its own."""
+    before = {_shape(r) for r in gate(previous, previous)}
+    return [r for r in gate(new, previous, allowed_removed=allowed_removed) if _shape(r) not in before]

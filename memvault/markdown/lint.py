@@ -2,7 +2,7 @@
 
 Rules: footnote-bijection, dangling-link, missing-title, multiple-h1, missing-lead,
 missing-references, unclosed-fence, bad-front-matter, oversize, bad-filename, and (across
-the vault) duplicate-title. Fixable findings are those `wikify` + `renumber` repair.
+the vault) duplicate-title. Fixable findings are those `clean_article` + `renumber` repair.
 """
 
 import re
@@ -13,9 +13,9 @@ from pydantic import BaseModel, ConfigDict
 
 from memvault.markdown.footnotes import find_definitions, find_markers
 from memvault.markdown.gate import word_count
-from memvault.markdown.names import stem_to_title, title_to_stem
+from memvault.markdown.names import names_file, stem_to_title, title_to_stem
 from memvault.markdown.scan import Doc
-from memvault.markdown.wikify import wikify
+from memvault.markdown.cleanup import clean_article
 from memvault.markdown.wikilinks import aliases_of, build_known, find_links, known_from_texts, link_key
 
 DEFAULT_MAX_WORDS = 3000
@@ -56,13 +56,6 @@ def _footnotes(path: str, text: str) -> list[Finding]:
     return out
 
 
-def names_file(title: str, stem: str) -> bool:
-    """Whether ``stem`` is the file name of ``title``: its sanitized form, or that form with the
-    `_2`, `_3`… suffix given to the second of two titles that sanitize alike."""
-    expected = title_to_stem(title)
-    return stem == expected or re.fullmatch(re.escape(expected) + r"_(?:[2-9]|[1-9]\d+)", stem) is not None
-
-
 def _structure(path: str, text: str, doc: Doc) -> list[Finding]:
     out = []
     h1s = [h for h in doc.headings() if h.level == 1]
@@ -81,7 +74,7 @@ def _structure(path: str, text: str, doc: Doc) -> list[Finding]:
         h2 = next((h.start for h in doc.headings() if h.level == 2), len(doc.lines))
         lead = [b for b in doc.blocks() if h1s[0].end <= b.start < h2 and b.kind == "paragraph"]
         if not lead:
-            fixed = Doc(wikify(text, h1s[0].text))
+            fixed = Doc(clean_article(text, h1s[0].text))
             fh1 = next(h for h in fixed.headings() if h.level == 1)
             fh2 = next((h.start for h in fixed.headings() if h.level == 2), len(fixed.lines))
             can = any(fh1.end <= b.start < fh2 and b.kind == "paragraph" for b in fixed.blocks())

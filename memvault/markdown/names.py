@@ -10,6 +10,8 @@ import re
 import unicodedata
 from pathlib import Path
 
+from memvault.markdown.wikilinks import title_of
+
 MAX_STEM_BYTES = 120
 FALLBACK_STEM = "Untitled"
 # Characters that break paths on some OS, or wikilink syntax in Obsidian (`# ^ [ ] |`).
@@ -90,3 +92,19 @@ def unique_stem(stem: str, existing: set[str]) -> str:
     while f"{stem}_{n}".casefold() in taken:
         n += 1
     return f"{stem}_{n}"
+
+
+def names_file(title: str, stem: str) -> bool:
+    """Whether ``stem`` is the file name of ``title``: its sanitized form, or that form with the
+    `_2`, `_3`… suffix given to the second of two titles that sanitize alike."""
+    expected = title_to_stem(title)
+    return stem == expected or re.fullmatch(re.escape(expected) + r"_(?:[2-9]|[1-9]\d+)", stem) is not None
+
+
+def article_title(stem: str, text: str, trust_h1: bool = False) -> str:
+    """The title to keep for an article: its H1 when that names this file (or always, with
+    ``trust_h1``, so a person's title is never rewritten), else the stem's spelling."""
+    title = title_of(text)
+    if title and (trust_h1 or names_file(title, stem)):
+        return title
+    return stem_to_title(stem)

@@ -15,6 +15,7 @@ from typing import Literal
 
 from markdown_it.token import Token
 
+from memvault.ids import conv_ref
 from memvault.markdown.names import stem_to_title
 from memvault.markdown.scan import normalize_newlines, parser, split_front_matter
 
@@ -363,9 +364,9 @@ def conversation_nodes(
     ``messages`` are ``(native_id, role, text, timestamp)`` in thread order; every message
     node keeps its native id in ``ref``. Empty messages get no node.
     """
-    root_path = f"/conv:{short_id}"
+    root_path = "/" + conv_ref(short_id)
     header = "\n".join(part for part in (title, date, source) if part)
-    nodes = [TreeNode(root_path, None, "conversation", title or f"conv:{short_id}", header, 0, None, conv_key, date)]
+    nodes = [TreeNode(root_path, None, "conversation", title or conv_ref(short_id), header, 0, None, conv_key, date)]
 
     exchanges: list[list[MessageTuple]] = []
     spoken_roles = [m[1] for m in messages if m[2].strip()]

@@ -178,7 +178,7 @@ def _is_ours(hook: Any) -> bool:
 
 def merge_hook(settings: dict[str, Any], group: dict[str, Any]) -> dict[str, Any]:
     """``settings`` with memvault's SessionStart hook in place (replacing an older one of ours)."""
-    out = json.loads(json.dumps(settings))
+    out: dict[str, Any] = json.loads(json.dumps(settings))
     hooks = out.setdefault("hooks", {})
     if not isinstance(hooks, dict) or not isinstance(hooks.setdefault(HOOK_EVENT, []), list):
         raise ConfigError("`hooks` in Claude Code's settings.json is not in the documented shape — fix it by hand")

@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tasks.editorial import article_title, new_problems, read_articles, talk_note
+from memvault.ids import conv_ref
+from memvault.markdown.gate import new_problems
+from memvault.markdown.names import article_title
+from memvault.markdown.talk import talk_note
 from memvault.errors import MemvaultError, NotFoundError, UsageError
 from memvault.markdown.footnotes import CONV_RE, renumber
 from memvault.markdown.scan import Doc
@@ -170,7 +173,7 @@ def resolve_conversation(ledger: Any, ref: str, include_forgotten: bool = True) 
         more = f"\n  … and {len(hits) - 20} more" if len(hits) > 20 else ""
         raise UsageError(f"conv:{key} matches {len(hits)} conversations; give more of the id:\n"
                          + "\n".join(lines) + more)
-    return hits[0]
+    return str(hits[0])
 
 
 def _cites(cited: str, cid: str) -> bool:
@@ -230,7 +233,7 @@ def plan_conversation(settings: Settings, ref: str) -> ConversationPlan:
     finally:
         ledger.close()
     plan = ConversationPlan(id=cid, title=info.get("title"), source=info.get("source"))
-    for stem, (_, text) in read_articles(Vault(settings.home)).items():
+    for stem, (_, text) in Vault(settings.home).read_articles().items():
         _, n, _ = strip_citations(text, cid)
         if n:
             plan.articles[stem] = n
@@ -248,7 +251,7 @@ def forget_conversation(settings: Settings, ref: str) -> ConversationForgotten:
         # Every article is rewritten and gated before anything changes: a refusal changes nothing.
         rewrites: dict[str, tuple[Path, str, str, int, list[str]]] = {}
         refused: dict[str, list[str]] = {}
-        for stem, (path, text) in read_articles(vault).items():
+        for stem, (path, text) in vault.read_articles().items():
             new, n, log = strip_citations(text, cid)
             if not n:
                 continue
@@ -263,7 +266,7 @@ def forget_conversation(settings: Settings, ref: str) -> ConversationForgotten:
         rows = ledger.forget_conversation(cid)
     finally:
         ledger.close()
-    nodes_deleted = delete_index_docs(settings, [f"conv:{cid}"], purge=True)
+    nodes_deleted = delete_index_docs(settings, [conv_ref(cid)], purge=True)
     run_id = f"forget-conv-{cid[:12]}"
     for stem, (path, text, new, n, log) in rewrites.items():
         vault.write(path, new)

@@ -8,6 +8,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from memvault.errors import NoHomeError
@@ -38,7 +39,7 @@ def _template_files() -> list[tuple[str, bytes]]:
     root = resources.files("vault_template")
     out: list[tuple[str, bytes]] = []
 
-    def walk(node, prefix: str) -> None:  # noqa: ANN001 - importlib Traversable
+    def walk(node: Traversable, prefix: str) -> None:
         for child in sorted(node.iterdir(), key=lambda c: c.name):
             if child.name in SKIP or child.name.endswith(".pyc"):
                 continue

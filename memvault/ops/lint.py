@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tasks.editorial import normalize_vault, wikify_articles
 from memvault.markdown.lint import DEFAULT_MAX_WORDS, Finding, lint_vault
 from stores.vault import Vault
+from tasks.normalize import normalize_vault
+from tasks.wikify import clean_articles
 
 _IGNORED = {".gitkeep", ".DS_Store"}
 
@@ -94,7 +95,7 @@ def fix_home(home: Path, max_words: int = DEFAULT_MAX_WORDS) -> FixReport:
     before = _snapshot(home)
     first = normalize_vault(vault, report.run_id)
     # A person's H1 is kept as written: a mismatch with the file name is theirs to settle.
-    cleaned = wikify_articles(vault, trust_h1=True)
+    cleaned = clean_articles(vault, trust_h1=True)
     second = normalize_vault(vault, report.run_id)
     report.wikify_kept = cleaned.kept
     report.footnotes_dropped = first.footnotes_dropped + second.footnotes_dropped

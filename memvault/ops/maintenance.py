@@ -105,7 +105,7 @@ def find_duplicates(table: Any, inner: set[str], similarity: float,
         sims = vectors[start:start + 512] @ vectors.T
         for off in range(sims.shape[0]):
             a = start + off
-            for b in np.nonzero(sims[off] >= similarity)[0]:
+            for b in map(int, np.nonzero(sims[off] >= similarity)[0]):
                 if b == a or rank[b] > rank[a] or rows[a]["doc_kind"] != rows[b]["doc_kind"]:
                     continue  # each pair once, from its younger member towards the older one
                 if rows[a]["content_hash"] == rows[b]["content_hash"] or near_identical(rows[a]["text"], rows[b]["text"]):

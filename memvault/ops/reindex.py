@@ -12,7 +12,6 @@ pass; the caller holds the writer lock, so no run changes the ledger or vault me
 
 import shutil
 import uuid
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,13 +19,13 @@ from typing import Any
 from memvault.ids import short_ids
 from memvault.ops.maintenance import rebuild_edges, set_live_index
 from memvault.markdown.tree import article_nodes
+from memvault.progress import Progress
 from memvault.settings import Settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 from stores.vault import Vault
 from tasks.index import conversation_rows, embed_rows, rows_for
 
-Progress = Callable[[int, int], None]
 BATCH = 256
 
 
@@ -55,20 +54,22 @@ def all_rows(ledger: Ledger, vault: Vault, context_turns: int) -> tuple[list[dic
 
 
 def rebuild_index(settings: Settings, ledger: Ledger, vault: Vault, embedder: Any,
-                  progress: Progress | None = None, log: Any = None) -> dict[str, Any]:
+                  progress: Progress | None = None) -> dict[str, Any]:
     """Build a complete new index, then make it the live one; returns counts and both locations."""
     old = settings.index_uri
     rows, cids = all_rows(ledger, vault, settings.index.context_turns)
     uri = next_index_uri(settings)
     try:
         index = NodeIndex(uri, embedder.name, embedder.dim, create=True)
+        if progress:
+            progress.begin(len(rows))
         pending = 0
         for start in range(0, len(rows), BATCH):
             part = rows[start:start + BATCH]
-            pending += embed_rows(embedder, part, embedder.dim, log)
+            pending += embed_rows(embedder, part, embedder.dim)
             index.upsert(part)
             if progress:
-                progress(start + len(part), len(rows))
+                progress.advance(len(part))
         edges = rebuild_edges(index, settings.index.similar_threshold, settings.index.max_similar)
         if rows:
             # The same indexes the index stage keeps: full text, BTrees, and ANN past the threshold.
@@ -80,7 +81,7 @@ def rebuild_index(settings: Settings, ledger: Ledger, vault: Vault, embedder: An
         raise
     set_live_index(settings, uri)
     ledger.mark_indexed(cids)
-    if progress and not rows:
-        progress(0, 0)
+    if progress:
+        progress.done()
     return {"old_index": old, "new_index": uri, "nodes": index.count(), "pending": pending,
             "edges": edges["edges_after"], "model": embedder.name}

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from memvault.ids import conv_ref
 from memvault.redact import redact, redact_json
 from memvault.settings import Settings
 
@@ -96,7 +97,7 @@ def _rescan_index(settings: Settings, patterns: dict[str, str] | None, report: R
     nodes = NodeIndex(uri, Embedder.name, Embedder.dim, create=False)
     docs = set(nodes.docs_matching(lambda text: redact(text, patterns)[0] != text))
     # A conversation whose ledger text changed is rebuilt too, even if its nodes looked clean.
-    docs |= {f"conv:{cid}" for cid in touched if nodes.doc_hashes(f"conv:{cid}")}
+    docs |= {conv_ref(cid) for cid in touched if nodes.doc_hashes(conv_ref(cid))}
     report.index_documents_removed = len(docs)
     report.index_nodes_removed = nodes.delete_docs(sorted(docs))
     nodes.purge_old_versions()

@@ -23,6 +23,7 @@ from xml.sax.saxutils import escape
 
 from memvault.errors import UsageError
 from memvault.files import atomic_write_text
+from memvault.logs import LOGGER_PACKAGES
 from memvault.settings import Settings
 
 SERVER, WORKER = "prefect-server", "prefect-worker"
@@ -106,6 +107,8 @@ def _environment(settings: Settings, bin_dir: Path) -> dict[str, str]:
         "MEMVAULT_HOME": str(settings.home),
         "HF_HUB_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",
+        # The stages' log lines (module loggers) in the flow runs' logs; see memvault.logs.
+        "PREFECT_LOGGING_EXTRA_LOGGERS": ",".join(LOGGER_PACKAGES),
         # Flow runs call git (the vault) and the venv's python; launchd/systemd start with a bare PATH.
         "PATH": f"{bin_dir}:/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin",
     }

@@ -86,3 +86,22 @@ def test_malformed_lines_are_reported_and_the_rest_ingested(home: Path, tmp_path
     lines = {(Path(e["file"]).name, e["line"]) for e in ingest["errors"]}
     assert ("broken.jsonl", 2) in lines and ("broken.jsonl", 3) in lines
     assert ingest["conversations_new"] >= 7
+
+
+def test_stage_log_lines_reach_the_prefect_run_logs(demo_runs) -> None:
+    """Stages log to `logging.getLogger(__name__)`; Prefect's extra loggers send the lines to the run."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterName
+
+    async def lines(name: str) -> list[tuple[str, object]]:
+        async with get_client() as client:
+            logs = await client.read_logs(LogFilter(name=LogFilterName(any_=[name])))
+        return [(log.message, log.flow_run_id) for log in logs]
+
+    chunked = asyncio.run(lines("tasks.chunk"))
+    assert any(re.match(r"chunked [0-9a-f]{8} into \d+ chunk\(s\) \(none\)$", m) for m, _ in chunked)
+    assert all(run is not None for _, run in chunked)  # attached to a flow run, not loose
+    committed = asyncio.run(lines("tasks.changelog"))
+    assert any(m.startswith("committed ") for m, _ in committed)

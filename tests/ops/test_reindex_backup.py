@@ -45,11 +45,21 @@ def test_reindex_builds_beside_the_old_index_and_swaps(demo_copy: Path, embedder
     assert before
     during: list[list[str]] = []
 
-    def progress(done: int, total: int) -> None:
-        # Mid-build, a fresh reader still opens and queries the old, complete index.
-        if not during:
-            assert load_settings(home).index_uri == old_uri
-            during.append([h["path"] for h in MemoryService(load_settings(home), embedder).recall(QUERY)["hits"]])
+    class MidBuild:
+        """At each finished batch: mid-build, a fresh reader still opens and queries the old, complete index."""
+
+        def begin(self, total: int, label: str = "") -> None:
+            pass
+
+        def advance(self, amount: int, label: str = "") -> None:
+            if not during:
+                assert load_settings(home).index_uri == old_uri
+                during.append([h["path"] for h in MemoryService(load_settings(home), embedder).recall(QUERY)["hits"]])
+
+        def done(self) -> None:
+            pass
+
+    progress = MidBuild()
 
     ledger = Ledger(settings.ledger_path)
     try:

@@ -38,7 +38,7 @@ def test_real_runs_one_digest_one_commit_then_none(demo_runs) -> None:
 def test_nothing_changed_means_no_digest_and_no_commit(home: Path) -> None:
     commits = Vault(home).commit_count()
     out = run_changelog(_ctx(home), {"ingest": 0.1})
-    assert out == {"committed": None, "digest": False}
+    assert out.report() == {"committed": None, "digest": False}
     assert Vault(home).commit_count() == commits and not (home / "Meta" / "Changelog.md").exists()
 
 
@@ -47,7 +47,7 @@ def test_rejections_and_hand_edits_are_recorded_in_one_commit(home: Path) -> Non
     ctx = _ctx(home, run_id="run-y", conversations_ingested=2, touched_articles={"Tides": "updated"},
                rejected={"Backups": ["shrank: 10 words is below 70% of the previous 40"]})
     out = run_changelog(ctx, {"ingest": 1.0, "synthesize": 2.5}, tokens=1234)
-    assert out["digest"] and out["committed"]
+    assert out.digest and out.committed
     log = (home / "Meta" / "Changelog.md").read_text()
     assert "run run-y" in log and "- Conversations ingested or updated: 2" in log
     assert "- Articles updated: [[Tides]]" in log and "- Articles created: none" in log
@@ -56,4 +56,4 @@ def test_rejections_and_hand_edits_are_recorded_in_one_commit(home: Path) -> Non
     head = git.Repo(home).head.commit
     assert head.message.startswith("memvault run run-y: 0 created, 1 updated, 1 rejected, 2 conversations")
     assert {"articles/Tides.md", "Meta/Changelog.md"} <= set(head.stats.files)
-    assert run_changelog(_ctx(home, run_id="run-z"), {})["committed"] is None
+    assert run_changelog(_ctx(home, run_id="run-z"), {}).committed is None

@@ -38,22 +38,22 @@ def test_chunk_success_preamble_invalid_truncated_and_wrong_ids(make_ctx) -> Non
     ])
     ctx = make_ctx(engine)
     out = run_chunk(ctx)
-    assert out["model"] == 1 and out["fallback"] == 2 and out["conversations"] == 3
-    reasons = [f["reason"] for f in out["fallbacks"]]
+    assert out.model == 1 and out.fallback == 2 and out.conversations == 3
+    reasons = [f["reason"] for f in out.fallbacks]
     assert "invalid ChunkReply" in reasons[0] and "unusable chunk ids" in reasons[1]
-    assert out["calls"] == 4 and out["tokens"] > 0 and engine.responses == []
+    assert out.calls == 4 and out.tokens > 0 and engine.responses == []
     for call in engine.calls:
         assert MEMVAULT_SELF_CALL_SENTINEL in call.prompt and MEMVAULT_SELF_CALL_SENTINEL in call.system
         assert call.kwargs["cache_prefix"] == call.system and "Meta/Editorial_Guidelines.md" in call.system
     results = ctx.ledger.unit_results("chunk")
     assert sorted(r["method"] for r in results.values()) == ["fallback", "fallback", "model"]
-    assert all(r["prompt_hash"] == out["prompt_hash"] for r in results.values())
+    assert all(r["prompt_hash"] == out.prompt_hash for r in results.values())
     # every message of every conversation is in exactly one chunk
     for cid in ctx.ledger.conversation_ids():
         rows = ctx.ledger.con.execute("SELECT message_ids FROM chunks WHERE conversation_id = ?", [cid]).fetchall()
         ids = [m for r in rows for m in r[0]]
         assert len(ids) == len(set(ids)) > 0
-    assert run_chunk(make_ctx(FakeEngine([])))["conversations"] == 0  # nothing changed: no call
+    assert run_chunk(make_ctx(FakeEngine([]))).conversations == 0  # nothing changed: no call
 
 
 def test_cluster_proposals_unknown_names_and_invalid_output(make_ctx) -> None:
@@ -69,23 +69,23 @@ def test_cluster_proposals_unknown_names_and_invalid_output(make_ctx) -> None:
     ])
     ctx = make_ctx(engine, cluster={"batch_size": 4})
     out = run_cluster(ctx)
-    assert out["buckets_new"] == 1 and out["proposed"] == 2
-    assert out["fallbacks"] and "unknown bucket name(s) 'No Such Bucket'" in out["fallbacks"][0]["reason"]
+    assert out.buckets_new == 1 and out.proposed == 2
+    assert out.fallbacks and "unknown bucket name(s) 'No Such Bucket'" in out.fallbacks[0]["reason"]
     assert "No Such Bucket" not in (ctx.vault.meta_dir / "Buckets.md").read_text()
     assert "## Home Lab Backups" in (ctx.vault.meta_dir / "Buckets.md").read_text()
     assert ctx.ledger.pending_bucket_pages() == {}
     # Buckets.md grew, so the prompt hash changed: the fallback chunk is asked once more …
     again = run_cluster(make_ctx(FakeEngine([BAD_JSON, BAD_JSON])))
-    assert again["calls"] == 2
+    assert again.calls == 2
     # … and then never again while the prompt and the Meta pages stay as they are.
-    assert run_cluster(make_ctx(FakeEngine([])))["calls"] == 0
+    assert run_cluster(make_ctx(FakeEngine([]))).calls == 0
 
 
 def test_cluster_invalid_json_falls_back_to_centroids(make_ctx) -> None:
     run_chunk(make_ctx(ScriptedEngine()))
     out = run_cluster(make_ctx(FakeEngine([BAD_JSON, "I cannot help with that."])))
-    assert out["fallback"] == 3 and all("invalid ClusterReply" in f["reason"] for f in out["fallbacks"])
-    assert out["calls"] == 2
+    assert out.fallback == 3 and all("invalid ClusterReply" in f["reason"] for f in out.fallbacks)
+    assert out.calls == 2
 
 
 def prepared(make_ctx):
@@ -101,11 +101,11 @@ def test_synthesize_success_writes_a_gated_article_citing_its_conversations(make
     prepared(make_ctx)
     ctx = make_ctx(ScriptedEngine(), synthesize={"chunks_per_call": 2})
     out = run_synthesize(ctx)
-    assert out["created"] == 1 and out["updated"] == 1 and out["calls"] == 2 and out["rejected"] == 0
+    assert out.created == 1 and out.updated == 1 and out.calls == 2 and out.rejected == 0
     text = ctx.vault.article_path("Scripted Topic").read_text()
     assert text.startswith("# Scripted Topic\n") and text.count("A scripted statement") == 3
     assert len(ctx.ledger.synthesized_chunks("Scripted Topic")) == 3
-    assert run_synthesize(make_ctx(FakeEngine([])))["calls"] == 0  # nothing new: no call
+    assert run_synthesize(make_ctx(FakeEngine([]))).calls == 0  # nothing new: no call
 
 
 def test_synthesize_failures_leave_the_article_untouched_and_park_after_max_attempts(make_ctx) -> None:
@@ -121,21 +121,21 @@ def test_synthesize_failures_leave_the_article_untouched_and_park_after_max_atte
     for n, queue in enumerate(replies, start=1):
         ctx = make_ctx(FakeEngine(queue), synthesize={"chunks_per_call": 3, "max_attempts": 3})
         out = run_synthesize(ctx)
-        assert out["rejected"] == 1 and not path.exists()
+        assert out.rejected == 1 and not path.exists()
         assert "Scripted_Topic" in ctx.rejected
     reasons = " ".join(ctx.rejected["Scripted_Topic"])
     assert "the model proposed no edits" in reasons
     talk = ctx.vault.talk_path("Scripted Topic").read_text()
     assert "invalid SynthesisReply" in talk and "unknown conversation conv:deadbeefcafe" in talk
     assert "model chatter" in talk
-    assert out["parked"] == 3 and make_ctx(FakeEngine([])).ledger.pending_by_bucket() == {}
+    assert out.parked == 3 and make_ctx(FakeEngine([])).ledger.pending_by_bucket() == {}
 
 
 def test_budget_stops_cleanly_and_the_next_run_finishes(make_ctx) -> None:
     first = run_chunk(make_ctx(ScriptedEngine(), max_tokens=1))
-    assert first["conversations"] == 1 and first["waiting"] == 2 and "token budget" in first["stopped"]
+    assert first.conversations == 1 and first.waiting == 2 and "token budget" in first.stopped
     second = run_chunk(make_ctx(ScriptedEngine()))
-    assert second["conversations"] == 2 and "stopped" not in second
+    assert second.conversations == 2 and "stopped" not in second.report()
 
 
 def test_a_hand_edited_article_keeps_its_edit_when_material_is_added(make_ctx) -> None:
@@ -154,7 +154,7 @@ def test_a_hand_edited_article_keeps_its_edit_when_material_is_added(make_ctx) -
     run_cluster(make_ctx(ScriptedEngine()))
     ctx = make_ctx(ScriptedEngine(), synthesize={"chunks_per_call": 1})
     out = run_synthesize(ctx)
-    assert out["hand_edited"] == ["Scripted_Topic"] and out["updated"] == 2
+    assert out.hand_edited == ["Scripted_Topic"] and out.updated == 2
     text = path.read_text()
     assert "as Sam wrote by hand." in text and text.count("A scripted statement") == 3
     # committed by someone else: still recognised as a hand edit

@@ -27,10 +27,10 @@ def mlx_engine(tiny_model):
 
 def test_mlx_gibberish_falls_back_at_chunk_and_cluster(make_ctx, mlx_engine) -> None:
     out = run_chunk(make_ctx(mlx_engine, **SMALL))
-    assert out["conversations"] == 3 and out["fallback"] == 3 and out["calls"] == 6
-    assert all(f["reason"] for f in out["fallbacks"])
+    assert out.conversations == 3 and out.fallback == 3 and out.calls == 6
+    assert all(f["reason"] for f in out.fallbacks)
     clustered = run_cluster(make_ctx(mlx_engine, **SMALL))
-    assert clustered["fallback"] == clustered["chunks"] > 0 and clustered["calls"] == 2
+    assert clustered.fallback == clustered.chunks > 0 and clustered.calls == 2
     assert mlx_engine.prefix_reuses > 0  # the shared Meta prefix was prefilled once and reused
 
 
@@ -39,7 +39,7 @@ def test_mlx_gibberish_reaches_no_article(make_ctx, mlx_engine) -> None:
     run_cluster(make_ctx(ScriptedEngine()))
     ctx = make_ctx(mlx_engine, **SMALL)
     out = run_synthesize(ctx)
-    assert out["rejected"] == 1 and out["created"] == 0 and out["calls"] == 2
+    assert out.rejected == 1 and out.created == 0 and out.calls == 2
     assert not ctx.vault.article_path("Scripted Topic").exists()
     assert ctx.rejected["Scripted_Topic"] and ctx.vault.talk_path("Scripted Topic").exists()
     assert ctx.ledger.synthesized_chunks("Scripted Topic") == []
@@ -51,5 +51,5 @@ def test_openai_engine_against_mlx_lm_server(make_ctx, mlx_server) -> None:  # n
     run_chunk(make_ctx(ScriptedEngine()))
     with OpenAIEngine(mlx_server, timeout=120, temperature=0.0) as engine:
         out = run_cluster(make_ctx(engine, **SMALL))
-    assert out["calls"] == 2 and out["fallback"] == out["chunks"] == 3
-    assert all("invalid ClusterReply" in f["reason"] for f in out["fallbacks"])
+    assert out.calls == 2 and out.fallback == out.chunks == 3
+    assert all("invalid ClusterReply" in f["reason"] for f in out.fallbacks)

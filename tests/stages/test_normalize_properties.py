@@ -6,7 +6,8 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tasks.editorial import normalize_text, wikify_text
+from tasks.normalize import normalize_text
+from tasks.wikify import clean_text
 from memvault.markdown.footnotes import check_bijection, citations
 from memvault.markdown.wikilinks import build_known
 
@@ -78,8 +79,8 @@ def test_no_citation_is_lost_except_logged_orphans(text: str) -> None:
 @given(articles())
 def test_wikify_then_normalize_settles(text: str) -> None:
     normalized, _, _ = normalize_text(text, KNOWN)
-    cleaned, reasons = wikify_text(normalized, "Tide Tables", KNOWN)
+    cleaned, reasons = clean_text(normalized, "Tide Tables", KNOWN)
     settled, _, _ = normalize_text(cleaned, KNOWN)
     assert set(citations(settled)) == set(citations(normalized)), reasons
-    again, _ = wikify_text(settled, "Tide Tables", KNOWN)
+    again, _ = clean_text(settled, "Tide Tables", KNOWN)
     assert normalize_text(again, KNOWN)[0] == settled

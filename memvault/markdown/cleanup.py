@@ -1,10 +1,11 @@
-"""Wikify: deterministic cleanup of a synthesized article into the vault's article shape.
+"""Article cleanup: a synthesized article brought deterministically into the vault's article shape.
 
 Removes model artefacts (a code fence wrapping the whole article, preamble before the
 title, chatter around it, commentary after the references), makes the title the one H1,
 ensures a lead paragraph, and orders sections: body, `## See also` (merged with the
 article's wikilinks), `## References` (every footnote definition) last. No model, no I/O;
-`wikify(wikify(x, t), t) == wikify(x, t)`.
+`clean_article(clean_article(x, t), t) == clean_article(x, t)`.
+The wikify stage (tasks/wikify.py) runs it over the articles a run touched.
 """
 
 import re
@@ -150,11 +151,14 @@ def _is_named(text: str, name: str) -> bool:
     return text.rstrip(":").strip().casefold() == name.casefold()
 
 
-def wikify(text: str, title: str, known: Mapping[str, str] | None = None) -> str:
+def clean_article(text: str, title: str, link_targets: Mapping[str, str] | None = None) -> str:
     """Clean up one article; see the module docstring for what changes.
 
-    ``known`` (spelling key → canonical stem, as for ``canonicalize``) lets See also
+    ``link_targets`` (spelling key → canonical stem, as for ``canonicalize``) lets See also
     dedupe aliases and spellings of one page and name it by its stem.
+
+    Long because it is one pass over the article's sections, in order: title, lead, body
+    sections, See also, References; the steps it calls are named below.
     """
     front, body = split_front_matter(normalize_newlines(text).strip("\n") + "\n")
     body = "\n".join(_unwrap_fence(body.split("\n")))
@@ -166,12 +170,13 @@ def wikify(text: str, title: str, known: Mapping[str, str] | None = None) -> str
     lead_end = h2s[0].start if h2s else len(lines)
     ranges = [(h, h.end, (h2s[k + 1].start if k + 1 < len(h2s) else len(lines))) for k, h in enumerate(h2s)]
     defs = {b.start: b.end for b in doc.blocks() if b.kind == "footnote_def"}
-    resolve = _resolver(known or {})
+    resolve = _resolver(link_targets or {})
     self_keys = {resolve(title)[0], resolve(title_to_stem(title))[0]}
 
     def take(start: int, end: int) -> list[str]:
         """Lines of a range with footnote definitions pulled out (they go to References)."""
-        out, i = [], start
+        out: list[str] = []
+        i = start
         while i < end:
             if i in defs:
                 references.extend(lines[i : defs[i]])
@@ -237,12 +242,12 @@ def _lead_from_first_section(sections: list[tuple[str, list[str]]]) -> tuple[lis
     return lead, ([(heading, rest)] if rest else []) + sections[1:]
 
 
-def _resolver(known: Mapping[str, str]) -> Callable[[str], tuple[str, str]]:
+def _resolver(link_targets: Mapping[str, str]) -> Callable[[str], tuple[str, str]]:
     """Page name → (dedupe key, name to link): the canonical stem when known."""
-    stems = set(known.values())
+    stems = set(link_targets.values())
 
     def resolve(page: str) -> tuple[str, str]:
-        stem = page if page in stems else known.get(link_key(page))
+        stem = page if page in stems else link_targets.get(link_key(page))
         return (link_key(stem), stem) if stem else (link_key(page), page)
 
     return resolve
