@@ -3,6 +3,7 @@
 No prefect import here, so the CLI can offer the stage names without loading Prefect.
 """
 
+from collections.abc import Sequence
 from typing import Literal, get_args
 
 from memvault.errors import UsageError
@@ -12,7 +13,7 @@ StageName = Literal["ingest", "chunk", "cluster", "synthesize", "wikify", "norma
 STAGES: tuple[StageName, ...] = get_args(StageName)
 
 
-def select_stages(only: list[str] | None = None, start: str | None = None, until: str | None = None) -> list[str]:
+def select_stages(only: Sequence[str] | None = None, start: str | None = None, until: str | None = None) -> list[str]:
     """The stages to run, in pipeline order; unknown names are a usage error."""
     for name in [*(only or []), *(s for s in (start, until) if s)]:
         if name not in STAGES:

@@ -129,7 +129,7 @@ class OpenAIEngine:
                 "is it running? Start it (e.g. `mlx_lm.server --model …`) or set `engine = none`"
             ) from None
 
-    def _post_once(self, url: str, body: dict[str, object]) -> dict:
+    def _post_once(self, url: str, body: dict[str, object]) -> dict[str, Any]:
         """One request: the JSON body on 200, `_Retryable` for what deserves another try, else EngineError."""
         try:
             response = self._client.post(url, json=body, headers=self._headers())
@@ -162,7 +162,7 @@ class OpenAIEngine:
         # Exponential backoff, or longer when the server asks for it (429/503 Retry-After).
         exc = state.outcome.exception() if state.outcome else None
         asked = exc.retry_after if isinstance(exc, _Retryable) else 0.0
-        return max(self.backoff * 2 ** (state.attempt_number - 1), asked)
+        return float(max(self.backoff * 2 ** (state.attempt_number - 1), asked))
 
     def _log_retry(self, state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
