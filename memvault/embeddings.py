@@ -95,6 +95,18 @@ def _export_problem(path: Path) -> str | None:
     return None
 
 
+def _tokenizer() -> Any:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    # tokenizer.json pads every text to 128 and truncates there; sentence-transformers pads
+    # each batch to its longest text and truncates at max_seq_length.
+    tok.no_padding()
+    tok.enable_truncation(MAX_TOKENS)
+    return tok
+
+
 def _say(message: str) -> None:
     print(f"memvault: {message}", file=sys.stderr, flush=True)
 
@@ -105,9 +117,13 @@ class Embedder:
     name = MODEL_NAME
     dim = DIM
 
-    def __init__(self, batch_size: int = 64, threads: int | None = None) -> None:
+    def __init__(self, batch_size: int = 64, threads: int | None = None, model_file: Path | None = None) -> None:
+        """``threads``: onnxruntime's intra-op threads (default: one per core); ``model_file``:
+        another ONNX graph of the same interface (benchmarks of variants), used as it is."""
         self.batch_size = batch_size
         self.threads = threads
+        self.model_file = model_file
+        self.sort_by_length = True  # benchmarks turn it off to measure what it saves
         self._session: Any = None
         self._tokenizer: Any = None
         self.calls = 0
@@ -124,9 +140,10 @@ class Embedder:
 
     def _load(self) -> tuple[Any, Any]:
         if self._session is None:
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            from tokenizers import Tokenizer
-
+            if self.model_file is not None:
+                self._session = self._open_session(self.model_file)
+                self._tokenizer = _tokenizer()
+                return self._session, self._tokenizer
             path = export_path()
             problem = _export_problem(path)
             if problem:
@@ -138,12 +155,7 @@ class Embedder:
                 _say(f"the ONNX export at {path} cannot be loaded ({exc.__class__.__name__}: {str(exc)[:200]}); rebuilding it")
                 build_export(path)
                 session = self._open_session(path)
-            tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
-            # tokenizer.json pads every text to 128 and truncates there; sentence-transformers
-            # pads each batch to its longest text and truncates at max_seq_length.
-            tok.no_padding()
-            tok.enable_truncation(MAX_TOKENS)
-            self._session, self._tokenizer = session, tok
+            self._session, self._tokenizer = session, _tokenizer()
         return self._session, self._tokenizer
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -155,11 +167,11 @@ class Embedder:
         session, tok = self._load()
         ids = [e.ids for e in tok.encode_batch(list(texts))]
         # Longest first, batched: texts of similar length share a batch, so little padding.
-        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i])) if self.sort_by_length else list(range(len(ids)))
         out = np.empty((len(ids), DIM), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             part = order[start:start + self.batch_size]
-            width = len(ids[part[0]])
+            width = max(len(ids[i]) for i in part)
             batch = np.zeros((len(part), width), dtype=np.int64)
             mask = np.zeros((len(part), width), dtype=np.int64)
             for row, i in enumerate(part):
