@@ -9,12 +9,14 @@ median of ``--reps`` (≥ 10) repetitions:
 
 - ``pass_s``: ``python -c pass`` — the interpreter's own start, the floor of any CLI call;
 - ``cold_recall_s``: ``memvault --home H recall "<query>"`` in a fresh process (a different
-  query each time), and ``cold_ratio`` = cold_recall_s / pass_s;
+  query each time), and ``cold_ratio`` = cold_recall_s / pass_s; ``*_cpu_s``: the same
+  processes' CPU seconds (user + system), which a loaded machine inflates far less than wall;
 - ``cold_rss_mb``: the peak RSS of those processes (``wait4``'s rusage per child), median
   and max;
 - ``warm_p50_ms``/``warm_p95_ms``: ``GET /recall?q=`` against one running ``memvault serve``
   (HTTP round trip, query embedding, recall), after a warm-up query;
-- ``imports_s``: the largest top-level imports of one cold recall (``python -X importtime``).
+- ``imports_s``: cumulative import time of the main modules in one cold recall
+  (``python -X importtime``).
 
     .venv/bin/python bench/agent_path.py [--homes demo,100k] [--demo-home .demo/home]
         [--reps 10] [--keep DIR] [--json]
@@ -51,14 +53,14 @@ ENV = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK"
        "TOKENIZERS_PARALLELISM": "false", "MEMVAULT_ENGINE": "none"}
 
 
-def timed_child(argv: list[str]) -> tuple[float, float, int]:
-    """(wall s, peak RSS MB, exit code) of one child process, its output discarded."""
+def timed_child(argv: list[str]) -> tuple[float, float, float, int]:
+    """(wall s, CPU s, peak RSS MB, exit code) of one child process, its output discarded."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV, cwd=ROOT)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss / 1024, proc.returncode
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode
 
 
 def build_synthetic_home(n: int, where: Path) -> Path:
@@ -131,36 +133,46 @@ def warm_recall(home: Path, reps: int) -> dict[str, float]:
         server.wait(timeout=30)
 
 
-def import_profile(home: Path, top: int = 8) -> dict[str, float]:
-    """The largest top-level imports (cumulative s) of one cold `memvault recall`."""
+NAMED_IMPORTS = ("memvault.cli", "memvault.settings", "memvault.ops.memory", "stores.nodes", "lancedb", "lance_namespace",
+                 "pyarrow", "onnxruntime", "tokenizers", "typer", "rich", "pydantic")
+
+
+def import_profile(home: Path) -> dict[str, float]:
+    """Cumulative import s of the named modules in one cold `memvault recall` (nested: lancedb
+    is inside stores.nodes, inside memvault.ops.memory)."""
     code = f"import sys; sys.argv = ['memvault', '--home', {str(home)!r}, 'recall', 'profile query']\n" \
            "from memvault.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass"
     err = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
                          env=ENV, cwd=ROOT).stderr
-    tops: dict[str, float] = {}
+    found: dict[str, float] = {}
     for line in err.splitlines():
-        if not line.startswith("import time:") or "|" not in line:
-            continue
-        _, cumulative, name = line.split("|")
-        if not name.startswith("  ") and name.strip() and cumulative.strip().isdigit():
-            tops[name.strip()] = int(cumulative) / 1e6
-    return {k: round(v, 3) for k, v in sorted(tops.items(), key=lambda kv: -kv[1])[:top]}
+        if line.startswith("import time:") and line.count("|") == 2:
+            _, cumulative, name = line.split("|")
+            if name.strip() in NAMED_IMPORTS and cumulative.strip().isdigit():
+                found.setdefault(name.strip(), round(int(cumulative) / 1e6, 3))
+    return found
 
 
 def measure_home(home: Path, reps: int) -> dict[str, Any]:
-    passes, walls, rss = [], [], []
+    passes, pass_cpu, walls, cpus, rss = [], [], [], [], []
     for i in range(reps):
         # Interleaved, so load on the shared machine hits both alike.
-        passes.append(timed_child([sys.executable, "-c", "pass"])[0])
-        wall, peak, code = timed_child([EXE, "--home", str(home), "recall", QUERIES[i % len(QUERIES)]])
+        wall, cpu, _, _ = timed_child([sys.executable, "-c", "pass"])
+        passes.append(wall)
+        pass_cpu.append(cpu)
+        wall, cpu, peak, code = timed_child([EXE, "--home", str(home), "recall", QUERIES[i % len(QUERIES)]])
         if code != 0:
             raise RuntimeError(f"memvault recall exited {code} on {home}")
         walls.append(wall)
+        cpus.append(cpu)
         rss.append(peak)
     out: dict[str, Any] = {
         "pass_s": round(float(np.median(passes)), 3),
         "cold_recall_s": round(float(np.median(walls)), 3),
         "cold_ratio": round(float(np.median(walls) / np.median(passes)), 1),
+        # CPU seconds do not grow with other processes' load the way wall time does.
+        "pass_cpu_s": round(float(np.median(pass_cpu)), 3),
+        "cold_recall_cpu_s": round(float(np.median(cpus)), 3),
         "cold_rss_mb": round(float(np.median(rss)), 1),
         "cold_rss_max_mb": round(float(max(rss)), 1),
     }
