@@ -67,17 +67,22 @@ def _sidecar(path: Path) -> Path:
 def build_export(path: Path) -> Path:
     """Write the ONNX export to ``path`` atomically (temp file + replace) with its size and
     checksum beside it; concurrent builders each write a whole file, and the last one wins."""
+    from memvault.errors import ConfigError
     from memvault.minilm_onnx import build_model
 
     data = build_model(model_dir())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    meta = {"model": MODEL_NAME, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    side_tmp = _sidecar(path).with_name(f".{_sidecar(path).name}.{os.getpid()}.tmp")
-    side_tmp.write_text(json.dumps(meta), encoding="utf-8")
-    os.replace(side_tmp, _sidecar(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        meta = {"model": MODEL_NAME, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        side_tmp = _sidecar(path).with_name(f".{_sidecar(path).name}.{os.getpid()}.tmp")
+        side_tmp.write_text(json.dumps(meta), encoding="utf-8")
+        os.replace(side_tmp, _sidecar(path))
+    except OSError as exc:
+        raise ConfigError(f"cannot write the ONNX export of {MODEL_NAME} to {path} ({exc.strerror or exc}); "
+                          f"set {CACHE_ENV} to a writable folder") from exc
     return path
 
 

@@ -75,3 +75,13 @@ def test_missing_and_damaged_exports_are_rebuilt(tmp_path, monkeypatch, capsys, 
     healed = Embedder().embed_one("a missing export")
     assert "cannot be loaded" in capsys.readouterr().err
     assert np.abs(healed - want).max() < 1e-6
+
+
+def test_an_unwritable_cache_says_what_to_do(tmp_path, monkeypatch) -> None:
+    from memvault.errors import ConfigError
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    monkeypatch.setenv(embeddings.CACHE_ENV, str(blocker))
+    with pytest.raises(ConfigError, match="set MEMVAULT_CACHE_DIR to a writable folder"):
+        Embedder().embed_one("anything")
