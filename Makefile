@@ -18,7 +18,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# torch first, pinned to the CPU build, so nothing pulls a CUDA wheel.
+	# torch first (the tests' reference embedder), pinned to the CPU build, so nothing pulls a CUDA wheel.
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	$(BIN)/python -m pip check

