@@ -34,7 +34,7 @@ def _check_config(model_dir: Path) -> dict[str, Any]:
     if wrong or modules != ["Transformer", "Pooling", "Normalize"] or not pooling.get("pooling_mode_mean_tokens"):
         raise ValueError(f"{model_dir} is not a mean-pooled, normalised BERT model (config {wrong}, modules {modules}); "
                          "the ONNX export only knows that shape")
-    return cfg
+    return dict(cfg)
 
 
 def build_model(model_dir: Path) -> bytes:
@@ -131,4 +131,4 @@ def build_model(model_dir: Path) -> bytes:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="memvault")
     model.ir_version = 8
     onnx.checker.check_model(model)
-    return model.SerializeToString()
+    return bytes(model.SerializeToString())
