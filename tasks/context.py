@@ -66,4 +66,4 @@ def build_engine(settings: Settings, model_override: str | None = None) -> tuple
         # `--model` names the model of whichever engine is chosen.
         model["mlx_model"] = model_override
         model["openai_model"] = model_override
-    return make_engine(EngineSettings(engine=settings.engine, **model))
+    return make_engine(EngineSettings(engine=settings.engine, **model), record_to=settings.state_dir)

@@ -177,8 +177,9 @@ class _FileRun:
     """Prepares the slices of one file for storing and keeps its counts (a conversation is
     new *or* updated)."""
 
-    def __init__(self, settings: Settings, result: IngestResult, own: set[str]) -> None:
-        self.settings, self.result, self.own = settings, result, own
+    def __init__(self, settings: Settings, result: IngestResult, own: set[str],
+                 own_prompts: frozenset[str] = frozenset()) -> None:
+        self.settings, self.result, self.own, self.own_prompts = settings, result, own, own_prompts
         self.new: set[str] = set()
         self.updated: set[str] = set()
 
@@ -190,9 +191,9 @@ class _FileRun:
         ingest = self.settings.ingest
         out: list[Conversation] = []
         for conv in conversations:
-            # The sentinel sits in the first messages: remembered per file, so the rest of the
-            # conversation, arriving in later slices or appends, is dropped too.
-            if conv.id in self.own or is_own_conversation(conv):
+            # A recorded prompt of memvault's own sits in the first messages: remembered per
+            # file, so the rest of the conversation, in later slices or appends, goes too.
+            if conv.id in self.own or is_own_conversation(conv, self.own_prompts):
                 if conv.id not in self.own:
                     self.result.skipped_own += 1
                 self.own.add(conv.id)
@@ -224,11 +225,13 @@ class _FileRun:
 
 def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, result: IngestResult,
                 batches: _Batches, mark: dict[str, Any] | None, progress: Any = None,
-                slice_bytes: int = SLICE_BYTES, key: str | None = None) -> "_FileRun | None":
+                slice_bytes: int = SLICE_BYTES, key: str | None = None,
+                own_prompts: frozenset[str] = frozenset()) -> "_FileRun | None":
     """Parse one file into ``batches``; bad input is recorded in ``result``, never raised.
 
     ``mark`` is the file's watermark (looked up for all files at once), ``progress`` a
-    ProgressSink for bytes read, ``key`` the resolved path if the caller has it. Returns the file's run, whose counts are complete once the
+    ProgressSink for bytes read, ``key`` the resolved path if the caller has it, ``own_prompts``
+    the digests of memvault's own prompts (memvault.selfcalls). Returns the file's run, whose counts are complete once the
     batches are flushed (None when nothing was read).
     """
     from memvault.redact import redact_json
@@ -249,7 +252,7 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
     if mark and kind in JSONL_KINDS and st.st_size >= mark["byte_offset"] > 0 \
             and prefix_hash(path, mark["byte_offset"]) == mark["prefix_hash"]:
         offset, state = mark["byte_offset"], (ledger.watermark(key) or {}).get("state")
-    run = _FileRun(settings, result, set((state or {}).get(OWN_KEY, [])))
+    run = _FileRun(settings, result, set((state or {}).get(OWN_KEY, [])), own_prompts)
     result.files_changed += 1
     jsonl = kind in JSONL_KINDS
     while True:
@@ -336,7 +339,10 @@ def _fewer_gc_passes() -> Iterator[None]:
 def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]], progress: Any = None,
                slice_bytes: int = SLICE_BYTES) -> IngestResult:
     """Ingest every file under ``roots``; ``progress`` is a memvault.ingest_progress.ProgressSink."""
+    from memvault.selfcalls import self_call_log
+
     result = IngestResult()
+    own_prompts = self_call_log(settings.state_dir).digests()
     pattern = apply_topics(ledger, settings, result)
     files, errors = discover(roots)
     result.errors.extend(errors)
@@ -347,19 +353,21 @@ def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]]
     with _fewer_gc_passes(), ledger.bulk_load(), _Batches(ledger, result, max(slice_bytes, BATCH_BYTES), pattern=pattern) as batches:
         folders: dict[Path, Path] = {}
         for (kind, path), size in zip(files, sizes):
-            _ingest_one(ledger, settings, result, batches, marks, kind, path, size, progress, slice_bytes, folders)
+            _ingest_one(ledger, settings, result, batches, marks, kind, path, size, progress, slice_bytes, folders,
+                        own_prompts)
     return result
 
 
 def _ingest_one(ledger: Ledger, settings: Settings, result: IngestResult, batches: _Batches,
                 marks: dict[str, dict[str, Any]], kind: str, path: Path, size: int, progress: Any,
-                slice_bytes: int, folders: dict[Path, Path]) -> None:
+                slice_bytes: int, folders: dict[Path, Path], own_prompts: frozenset[str] = frozenset()) -> None:
     """One file of ``run_ingest``: its problems become errors, never exceptions."""
     result.files_seen += 1
     before = result.bytes_read
     try:
         key = _resolved(path, folders)
-        ingest_file(ledger, path, kind, settings, result, batches, marks.get(key), progress, slice_bytes, key)
+        ingest_file(ledger, path, kind, settings, result, batches, marks.get(key), progress, slice_bytes, key,
+                    own_prompts)
     except FileNotFoundError:
         result.errors.append(LineError(file=str(path), error=f"{path} vanished during the run (moved or "
                                        "deleted) — skipped; it is read again if it comes back"))

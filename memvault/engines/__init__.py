@@ -4,11 +4,13 @@
 `engine.name == "none"` for their no-model path.
 """
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memvault.engines.base import Completion, Engine, EngineError, Structured, extract_json, structured
 from memvault.engines.fake import FakeEngine
 from memvault.engines.none import NoneEngine
+from memvault.engines.recording import RecordingEngine
 from memvault.engines.settings import EngineSettings
 
 if TYPE_CHECKING:  # the real modules import lazily: mlx is heavy, httpx needless for `none`
@@ -22,6 +24,7 @@ __all__ = [
     "EngineSettings",
     "FakeEngine",
     "NoneEngine",
+    "RecordingEngine",
     "Structured",
     "extract_json",
     "make_engine",
@@ -51,13 +54,26 @@ def _openai(settings: EngineSettings) -> "OpenAIEngine":
     )
 
 
-def make_engine(settings: EngineSettings) -> tuple[Engine, str]:
+def make_engine(settings: EngineSettings, record_to: Path | None = None) -> tuple[Engine, str]:
     """Build the configured engine and say, in one line, which one and why.
+
+    With ``record_to`` (the home's state folder), every prompt the engine sends is recorded
+    there first (memvault.selfcalls), so ingest recognises transcripts of memvault's own calls.
 
     An explicit `mlx` or `openai` is built without probing (the model loads on first use);
     `auto` probes: mlx if `mlx_model` is set and loads, else openai if the server answers
     `GET /v1/models`, else none.
     """
+    engine, why = _choose(settings)
+    if record_to is not None and engine.name != "none":
+        from memvault.selfcalls import self_call_log
+
+        engine = RecordingEngine(engine, self_call_log(record_to))
+    return engine, why
+
+
+def _choose(settings: EngineSettings) -> tuple[Engine, str]:
+    """The configured engine (probing for ``auto``) and why it was chosen."""
     if settings.engine == "none":
         return NoneEngine(), f"engine none (set in settings): {_NO_MODEL}"
     if settings.engine == "mlx":
