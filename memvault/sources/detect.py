@@ -65,7 +65,13 @@ def detect_format(path: Path) -> SourceKind | None:
             head = head.lstrip("\ufeff \t\r\n")
             if head.startswith("["):
                 return _detect_json_export(head)
-            found = _detect_jsonl(handle, head_bytes)
+            if wide_encoding(head_bytes[:512]):
+                # judged from the decoded head, so the parser can say the file is UTF-16
+                # rather than the file going unrecognized
+                found = next(filter(None, map(_judge_line, (ln.encode() for ln in head.splitlines()[:MAX_SNIFF_LINES]))),
+                             None)
+            else:
+                found = _detect_jsonl(handle, head_bytes)
     except OSError:
         return None
     if found:
