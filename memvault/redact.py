@@ -16,7 +16,9 @@ from typing import Any
 
 from memvault.errors import ConfigError
 from memvault.models import Conversation
-from memvault.redact_rules import DEFAULT_PATTERNS, FILTERS, GATE, TRIGGERS
+from memvault.redact_rules import (
+    DEFAULT_PATTERNS, FILTERS, GATE_FRAGMENTS, IMPLIED, LONG_RUN, RULES_BY_TRIGGER, TRIGGER_SCAN, TRIGGERS,
+)
 
 __all__ = ["DEFAULT_PATTERNS", "PLACEHOLDER", "TRIGGERS", "redact", "redact_conversation", "redact_json"]
 
@@ -28,8 +30,14 @@ WINDOW_MARGIN = 2048
 
 
 def _may_hold_secret(text: str) -> bool:
-    """False only when no built-in pattern can match ``text`` (every trigger is absent)."""
-    return any(map(text.lower().__contains__, GATE))
+    """False only when no built-in pattern can match ``text``."""
+    return max(map(len, text.split()), default=0) >= LONG_RUN or any(map(text.lower().__contains__, GATE_FRAGMENTS))
+
+
+def _rules_present(lowered: str) -> set[str]:
+    """Names of the built-in rules at least one of whose triggers ``lowered`` holds."""
+    found = {t for s in TRIGGER_SCAN.findall(lowered) for t in IMPLIED[s]}
+    return {name for t in found for name in RULES_BY_TRIGGER[t]}
 
 
 @lru_cache(maxsize=128)
@@ -47,13 +55,12 @@ def redact(text: str, extra_patterns: dict[str, str] | None = None) -> tuple[str
     counts: dict[str, int] = {}
     if not extra_patterns and not _may_hold_secret(text):
         return text, counts  # the common case: nothing that could start a secret
-    lowered = text.lower()
+    present = _rules_present(text.lower())
     for name, pattern in {**DEFAULT_PATTERNS, **(extra_patterns or {})}.items():
         builtin = pattern == DEFAULT_PATTERNS.get(name)
-        triggers = TRIGGERS.get(name) if builtin else None
-        keep = FILTERS.get(name) if builtin else None
-        if triggers is not None and not any(map(lowered.__contains__, triggers)):
+        if builtin and name not in present:
             continue
+        keep = FILTERS.get(name) if builtin else None
         compiled = _compile(name, pattern)
         placeholder = PLACEHOLDER.format(kind=name)
         found = 0

@@ -166,13 +166,25 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
                            "sig", "salt", "private", "cookie", "bearer"),
 }
 
-# Short fragments shared by several triggers ("key" for api_key, apikey, …), then every
-# trigger none of them covers: one pass over a lower-cased text with these decides whether any
-# built-in rule can match at all.
-_SHARED = ("secret", "key", "token", "pass", "auth", "sk", "gh", "gl", "api", "sig", "://")
-GATE: tuple[str, ...] = _SHARED + tuple(sorted({
-    t for ts in TRIGGERS.values() for t in ts if not any(f in t for f in _SHARED)
-}))
+# The cheap gate that lets most messages skip every rule: a built-in rule can only match a
+# text that holds 15+ characters without a space (every vendor key, JWT, key body and random
+# value is such a run) or one of these lower-case fragments (the names and markers of the
+# rules whose secret can be shorter: password=…, Authorization: Basic …, curl -u a:b, URLs).
+# A few substring tests and one split instead of a test per trigger: redaction must cost
+# little next to parsing (bench/ingest.py).
+GATE_FRAGMENTS: tuple[str, ...] = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "-----begin", "://",
+                                   "-u", "sig=")
+LONG_RUN = 15
+
+# Past the gate, one scan finds which triggers a text holds (at each position the longest
+# trigger starting there; the shorter triggers it begins with are implied), so only the rules
+# whose triggers are present run.
+_ALL = sorted({t for ts in TRIGGERS.values() for t in ts}, key=len, reverse=True)
+TRIGGER_SCAN = re.compile("(?=(" + "|".join(map(re.escape, _ALL)) + "))")
+IMPLIED: dict[str, frozenset[str]] = {s: frozenset(t for t in _ALL if s.startswith(t)) for s in _ALL}
+RULES_BY_TRIGGER: dict[str, tuple[str, ...]] = {
+    t: tuple(name for name, ts in TRIGGERS.items() if t in ts) for t in _ALL
+}
 
 
 def shannon_entropy(value: str) -> float:
