@@ -3,19 +3,24 @@ and acknowledgements that carry no knowledge.
 
 memvault injects recalled memories (``<memory-recall>…</memory-recall>``) and its article
 index (``<memvault-index>…</memvault-index>``) into assistant sessions; ingesting them back
-would make the wiki cite itself. Conversations memvault itself drives carry a sentinel and
-are dropped whole. Acknowledgements are kept in the ledger but marked ``low_value`` so the
+would make the wiki cite itself. Conversations of memvault's own model calls are dropped
+whole, recognised by the digests the engines record of each prompt they send
+(memvault.selfcalls), never by a string a message contains: a pasted prompt or a fetched page
+may hold any marker. Acknowledgements are kept in the ledger but marked ``low_value`` so the
 chunker can skip them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from functools import lru_cache
 
 from memvault.models import Conversation, Message
+from memvault.selfcalls import prompt_digest
 
+# Still written at the top of every prompt, for a person reading a server's chat log; ingest
+# does not trust it (anyone can write it), see is_own_conversation.
 MEMVAULT_SELF_CALL_SENTINEL = "<!-- memvault:self -->"
 
 _INJECTED_BLOCKS = re.compile(
@@ -40,9 +45,15 @@ def strip_memory_blocks(text: str) -> str:
     return _INJECTED_BLOCKS.sub("", text).strip()
 
 
-def is_own_conversation(conv: Conversation) -> bool:
-    """True when memvault itself produced this conversation (any message holds the sentinel)."""
-    return any(MEMVAULT_SELF_CALL_SENTINEL in message.text for message in conv.messages)
+def is_own_conversation(conv: Conversation, own_prompts: Set[str]) -> bool:
+    """True when a message of ``conv`` is, whole, a prompt memvault itself sent to a model.
+
+    ``own_prompts`` are the digests the engines recorded (memvault.selfcalls); with none
+    recorded, nothing is memvault's own.
+    """
+    if not own_prompts:
+        return False
+    return any(m.role in ("user", "system") and prompt_digest(m.text) in own_prompts for m in conv.messages)
 
 
 def is_low_value(text: str, patterns: Iterable[str] | None = None) -> bool:

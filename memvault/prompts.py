@@ -6,8 +6,9 @@ engine can reuse a prefilled KV cache for it (`cache_prefix`). A prompt's hash c
 template, the system template and the Meta pages: it is part of each unit's cache key, so
 editing any of them is visible to the stages (docs/pipeline.md, "Prompts").
 
-Every system prompt and every rendered prompt carries `MEMVAULT_SELF_CALL_SENTINEL`, so a
-transcript of memvault's own model calls (a server that logs its chats) is never ingested.
+Every system prompt and every rendered prompt carries `MEMVAULT_SELF_CALL_SENTINEL` for a person
+reading a server's chat log; ingest recognises memvault's own calls by the digests the engines
+record (memvault.selfcalls), never by that marker.
 """
 
 import hashlib

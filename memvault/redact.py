@@ -16,72 +16,28 @@ from typing import Any
 
 from memvault.errors import ConfigError
 from memvault.models import Conversation
+from memvault.redact_rules import (
+    DEFAULT_PATTERNS, FILTERS, GATE_FRAGMENTS, IMPLIED, LONG_RUN, RULES_BY_TRIGGER, TRIGGER_SCAN, TRIGGERS,
+)
+
+__all__ = ["DEFAULT_PATTERNS", "PLACEHOLDER", "TRIGGERS", "redact", "redact_conversation", "redact_json"]
 
 PLACEHOLDER = "[REDACTED:{kind}]"
-# A value that is already a placeholder is left alone (idempotence).
-_NOT_DONE = r"(?!\[REDACTED:)"
 
-DEFAULT_PATTERNS: dict[str, str] = {
-    # BEGIN … END; a block cut off before its END line is redacted to the end of the text.
-    "private_key": r"(?s)-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY-----|.*)",
-    "jwt": r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}",
-    "aws_access_key_id": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-    "aws_secret_access_key": (
-        r"(?i)aws_?secret(?:_?access)?_?key\b[\"']?\s*[:=]\s*[\"']?"
-        + _NOT_DONE
-        + r"(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
-    ),
-    "anthropic_api_key": r"\bsk-ant-[a-z0-9]+-[A-Za-z0-9_-]{20,}",
-    # real keys always hold a digit; this spares slugs like sk-learn-compatible-estimators
-    "openai_api_key": r"\bsk-(?!ant-)(?=[A-Za-z_-]*\d)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
-    "github_token": r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
-    "gitlab_token": r"\bglpat-[A-Za-z0-9_-]{20,}",
-    "slack_token": r"\bxox[abpors]-[A-Za-z0-9-]{10,}",
-    "bearer_token": r"(?i)\bbearer\s+" + _NOT_DONE + r"(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)",
-    # scheme://user:pass@host → only pass goes
-    "url_password": r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:" + _NOT_DONE + r"(?P<secret>[^\s@/]+)(?=@)",
-    # password=…, DB_PASSWORD: …, "api_key": "…" — the value only; all-digit values are
-    # usually settings (max_token=4096), not secrets.
-    "assignment": (
-        r"(?im)(?:\b[A-Za-z0-9_]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|credentials?)\b[\"']?\s*(?:=|:(?=\s*[\"'])|(?<=[\"']):)"
-        r"|^\s*[A-Za-z0-9_]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|credentials?)\s*:)"
-        r"\s*[\"']?" + _NOT_DONE + r"(?!\d+\b)(?P<secret>[^\s\"',;&]{4,})"
-    ),
-}
-
-
-# Lower-case fragments at least one of which every match of a built-in pattern contains. A
-# text holding none of them skips that regex: most messages hold no secret, and a substring
-# test is far cheaper than a regex scan (the `assignment` rule alone would cost 1 s per MB).
-# User patterns have no triggers and always run.
-TRIGGERS: dict[str, tuple[str, ...]] = {
-    "private_key": ("-----begin",),
-    "jwt": ("eyj",),
-    "aws_access_key_id": ("akia", "asia"),
-    "aws_secret_access_key": ("secret",),
-    "anthropic_api_key": ("sk-ant-",),
-    "openai_api_key": ("sk-",),
-    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-    "gitlab_token": ("glpat-",),
-    "slack_token": ("xox",),
-    "bearer_token": ("bearer",),
-    "url_password": ("://",),
-    "assignment": ("password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "accesskey",
-                   "access_key", "access-key", "credential"),
-}
-
-
-_ALL_TRIGGERS = tuple(sorted({t for ts in TRIGGERS.values() for t in ts}))
-# The same gate in fewer scans, for the common case of text holding no trigger at all: the
-# case-sensitive patterns' fragments looked for as written (no lower-casing needed), and
-# short fragments shared by several case-insensitive triggers ("key" for api_key, apikey…).
-_EXACT_GATE = ("-----BEGIN", "eyJ", "AKIA", "ASIA", "sk-", "gh", "glpat-", "xox", "://")
-_FOLDED_GATE = ("secret", "bearer", "pass", "token", "key", "credential")
+# Secrets inside a text can only be found whole: callers that shorten text (tool output, titles)
+# redact a window this much longer than what they keep, then cut, so no secret is cut in two.
+WINDOW_MARGIN = 2048
 
 
 def _may_hold_secret(text: str) -> bool:
-    """False only when no built-in pattern can match ``text`` (every trigger is absent)."""
-    return any(map(text.__contains__, _EXACT_GATE)) or any(map(text.lower().__contains__, _FOLDED_GATE))
+    """False only when no built-in pattern can match ``text``."""
+    return max(map(len, text.split()), default=0) >= LONG_RUN or any(map(text.lower().__contains__, GATE_FRAGMENTS))
+
+
+def _rules_present(lowered: str) -> set[str]:
+    """Names of the built-in rules at least one of whose triggers ``lowered`` holds."""
+    found = {t for s in TRIGGER_SCAN.findall(lowered) for t in IMPLIED[s]}
+    return {name for t in found for name in RULES_BY_TRIGGER[t]}
 
 
 @lru_cache(maxsize=128)
@@ -99,11 +55,12 @@ def redact(text: str, extra_patterns: dict[str, str] | None = None) -> tuple[str
     counts: dict[str, int] = {}
     if not extra_patterns and not _may_hold_secret(text):
         return text, counts  # the common case: nothing that could start a secret
-    lowered = text.lower()
+    present = _rules_present(text.lower())
     for name, pattern in {**DEFAULT_PATTERNS, **(extra_patterns or {})}.items():
-        triggers = TRIGGERS.get(name) if pattern == DEFAULT_PATTERNS.get(name) else None
-        if triggers is not None and not any(map(lowered.__contains__, triggers)):
+        builtin = pattern == DEFAULT_PATTERNS.get(name)
+        if builtin and name not in present:
             continue
+        keep = FILTERS.get(name) if builtin else None
         compiled = _compile(name, pattern)
         placeholder = PLACEHOLDER.format(kind=name)
         found = 0
@@ -113,8 +70,11 @@ def redact(text: str, extra_patterns: dict[str, str] | None = None) -> tuple[str
             whole = match.group(0)
             if placeholder in whole and "secret" not in match.re.groupindex:
                 return whole  # a user pattern that also matches its own placeholder
+            has_secret = "secret" in match.re.groupindex and match.group("secret") is not None
+            if keep is not None and not keep(match.group("secret") if has_secret else whole):
+                return whole  # e.g. a low-entropy value next to a key-like name: not a secret
             found += 1
-            if "secret" in match.re.groupindex and match.group("secret") is not None:
+            if has_secret:
                 start, end = match.span("secret")
                 offset = match.start()
                 return whole[: start - offset] + placeholder + whole[end - offset :]

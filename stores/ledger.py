@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 
 from stores.ledger_editorial import EditorialMixin
+from stores.ledger_ingest_errors import IngestErrorsMixin
 from stores.ledger_pipeline import PipelineMixin
 from stores.ledger_time import now as _now
 from stores.ledger_transcripts import TranscriptsMixin
@@ -41,7 +42,7 @@ def _drop_duckdb_type_constants() -> None:
                     delattr(module, attr)
 
 
-class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin):
+class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin):
     """Narrow interface over ``ledger.duckdb`` (its methods are grouped in the mixin modules)."""
 
     def __init__(self, path: Path, read_only: bool = False) -> None:

@@ -137,3 +137,14 @@ def _editorial(con: duckdb.DuckDBPyConnection) -> None:
         CREATE TABLE forgotten_conversations (
             id TEXT PRIMARY KEY, source TEXT, forgotten_at TIMESTAMP
         )""")
+
+
+@migration(5, "ingest errors kept until their file changes")
+def _ingest_errors(con: duckdb.DuckDBPyConnection) -> None:
+    # A file's problems are found by the run that reads it; later runs skip the unchanged file
+    # but must still say it is broken, so the problems are kept beside its watermark.
+    con.execute("""
+        CREATE TABLE ingest_errors (
+            path TEXT NOT NULL, seq INTEGER NOT NULL, file TEXT NOT NULL, line INTEGER, error TEXT NOT NULL,
+            recorded_at TIMESTAMP, PRIMARY KEY (path, seq)
+        )""")

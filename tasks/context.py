@@ -104,4 +104,4 @@ def build_engine(settings: Settings, model_override: str | None = None) -> tuple
     if model_override:
         # `--model` names the model of whichever engine is chosen.
         model = model.model_copy(update={"mlx_model": model_override, "openai_model": model_override})
-    return make_engine(model, settings.engine)
+    return make_engine(model, settings.engine, record_to=settings.state_dir)

@@ -4,9 +4,13 @@ An unchanged file costs a stat; an appended JSONL file is read from its byte off
 the consumed prefix still hashes the same); anything else is re-parsed whole and diffed by
 message id. A big JSONL file is read in slices: each slice is stored and its watermark
 advanced in one transaction, so memory stays bounded and a crash resumes at the last slice.
-One bad file never stops the others: its problem is reported and skipped.
+One bad file never stops the others: its problem is reported and skipped, and kept in the
+ledger beside its watermark, so every later run reports it again until the file changes.
+Only regular files are read (a FIFO named like a transcript never blocks the run), and a
+message past ``MAX_MESSAGE_CHARS`` is stored cut, with a marker saying how much was cut.
 """
 
+import errno
 import gc
 import hashlib
 import re
@@ -37,6 +41,10 @@ BATCH_BYTES = 16 * 1024 * 1024  # small whole files stored and committed togethe
 PARTIAL = -1  # watermark size of a file ingested part way: never "unchanged", always resumed
 OWN_KEY = "memvault_own"  # state key: conversations of this file that memvault itself made
 TOPICS_KEY = "topics_to_ignore"  # ledger_state key: fingerprint of the list last applied
+# A single message longer than this (a pasted log, a base64 blob) is stored cut: one 30 MB
+# message made DuckDB run out of memory mid-batch, costing every file of the run.
+MAX_MESSAGE_CHARS = 1_000_000
+TRUNCATED = "\n[… {n} more characters cut by memvault: the message was too large to store whole]"
 
 
 class IngestResult(BaseModel):
@@ -50,7 +58,9 @@ class IngestResult(BaseModel):
     redactions: dict[str, int] = Field(default_factory=dict)
     skipped_types: dict[str, int] = Field(default_factory=dict)
     skipped_own: int = 0
+    messages_truncated: int = Field(default=0, description=f"Messages stored cut at {MAX_MESSAGE_CHARS} characters")
     errors: list[LineError] = Field(default_factory=list)
+    errors_from_earlier_runs: int = Field(default=0, description="Of `errors`, problems of unchanged files found before")
     # Conversations that became ignored this run; their index nodes must go (not reported).
     newly_ignored: list[str] = Field(default_factory=list, exclude=True)
     slices: int = Field(default=0, exclude=True)  # slices stored this run (the failpoint counts them)
@@ -111,6 +121,7 @@ class _Batches:
         self.items: list[tuple["_FileRun", Conversation]] = []
         self.done: list["_FileRun"] = []  # files whose last slice is queued: counted once written
         self.marks: list[tuple[str, str, int, float, str, int, dict[str, Any]]] = []
+        self.file_errors: list[tuple[str, bool, list[LineError]]] = []  # (key, from the start, errors)
         self._tx: Any = None
 
     def __enter__(self) -> "_Batches":
@@ -124,10 +135,13 @@ class _Batches:
         self._tx.__exit__(*exc)
 
     def add(self, run: "_FileRun", conversations: list[Conversation],
-            mark: tuple[str, str, int, float, str, int, dict[str, Any]], nbytes: int, file_done: bool) -> None:
-        """Queue a parsed slice and its watermark; store and commit when the batch is full."""
+            mark: tuple[str, str, int, float, str, int, dict[str, Any]], nbytes: int, file_done: bool,
+            errors: tuple[bool, list[LineError]] = (False, [])) -> None:
+        """Queue a parsed slice, its watermark and its problems (``errors``: whether the slice
+        starts the file, and what it found); store and commit when the batch is full."""
         self.items.extend((run, conv) for conv in conversations)
         self.marks.append(mark)
+        self.file_errors.append((mark[0], *errors))
         if file_done:
             self.done.append(run)
         self.pending_bytes += nbytes
@@ -167,6 +181,10 @@ class _Batches:
             self.result.newly_ignored.extend(on)
         self.ledger.set_watermarks(self.marks)
         self.marks = []
+        for key, from_start, errors in self.file_errors:
+            if from_start or errors:
+                self.ledger.record_ingest_errors(key, errors, replace=from_start)
+        self.file_errors = []
         for run in self.done:
             run.finish()
         self.done = []
@@ -180,8 +198,9 @@ class _FileRun:
     """Prepares the slices of one file for storing and keeps its counts (a conversation is
     new *or* updated)."""
 
-    def __init__(self, settings: Settings, result: IngestResult, own: set[str]) -> None:
-        self.settings, self.result, self.own = settings, result, own
+    def __init__(self, settings: Settings, result: IngestResult, own: set[str],
+                 own_prompts: frozenset[str] = frozenset()) -> None:
+        self.settings, self.result, self.own, self.own_prompts = settings, result, own, own_prompts
         self.new: set[str] = set()
         self.updated: set[str] = set()
 
@@ -193,15 +212,18 @@ class _FileRun:
         ingest = self.settings.ingest
         out: list[Conversation] = []
         for conv in conversations:
-            # The sentinel sits in the first messages: remembered per file, so the rest of the
-            # conversation, arriving in later slices or appends, is dropped too.
-            if conv.id in self.own or is_own_conversation(conv):
+            # A recorded prompt of memvault's own sits in the first messages: remembered per
+            # file, so the rest of the conversation, in later slices or appends, goes too.
+            if conv.id in self.own or is_own_conversation(conv, self.own_prompts):
                 if conv.id not in self.own:
                     self.result.skipped_own += 1
                 self.own.add(conv.id)
                 continue
             for m in conv.messages:
                 text = strip_memory_blocks(m.text)
+                if len(text) > MAX_MESSAGE_CHARS:
+                    text = _cut(text)
+                    self.result.messages_truncated += 1
                 if text is not m.text:  # assigning to a pydantic model is not free
                     m.text = text
             mark_low_value(conv.messages, ingest.low_value_patterns or None)
@@ -225,13 +247,23 @@ class _FileRun:
         self.result.conversations_updated += len(self.updated - self.new)
 
 
+def _cut(text: str) -> str:
+    """``text`` cut at ``MAX_MESSAGE_CHARS`` (at a space when one is near, so no token is
+    split for the redactor to miss), with a marker saying how much went."""
+    cut = text.rfind(" ", MAX_MESSAGE_CHARS - 2048, MAX_MESSAGE_CHARS)
+    cut = cut if cut > 0 else MAX_MESSAGE_CHARS
+    return text[:cut] + TRUNCATED.format(n=len(text) - cut)
+
+
 def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, result: IngestResult,
                 batches: _Batches, mark: dict[str, Any] | None, progress: Progress | None = None,
-                slice_bytes: int = SLICE_BYTES, key: str | None = None) -> "_FileRun | None":
+                slice_bytes: int = SLICE_BYTES, key: str | None = None,
+                own_prompts: frozenset[str] = frozenset()) -> "_FileRun | None":
     """Parse one file into ``batches``; bad input is recorded in ``result``, never raised.
 
     ``mark`` is the file's watermark (looked up for all files at once), ``progress`` a
-    ProgressSink for bytes read, ``key`` the resolved path if the caller has it. Returns the file's run, whose counts are complete once the
+    ProgressSink for bytes read, ``key`` the resolved path if the caller has it, ``own_prompts``
+    the digests of memvault's own prompts (memvault.selfcalls). Returns the file's run, whose counts are complete once the
     batches are flushed (None when nothing was read).
     """
     from memvault.redact import redact_json
@@ -241,8 +273,15 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
     if S_ISDIR(st.st_mode):
         result.errors.append(LineError(file=str(path), error=f"{path} is a directory, not a transcript file — skipped"))
         return None
+    if not S_ISREG(st.st_mode):
+        result.errors.append(LineError(file=str(path), error=f"{path} is not a regular file (a FIFO, socket or "
+                                       "device) — skipped; only regular files are read"))
+        return None
     key = key or str(path.resolve())
     if mark and mark["size"] == st.st_size and mark["mtime"] == st.st_mtime:
+        carried = mark.get("errors") or []
+        result.errors.extend(carried)  # still broken: say so in every run until it changes
+        result.errors_from_earlier_runs += len(carried)
         return None
     kind = mark["kind"] if mark else (kind_hint if kind_hint != "auto" else detect_format(path))
     if kind is None:
@@ -252,7 +291,7 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
     if mark and kind in JSONL_KINDS and st.st_size >= mark["byte_offset"] > 0 \
             and prefix_hash(path, mark["byte_offset"]) == mark["prefix_hash"]:
         offset, state = mark["byte_offset"], (ledger.watermark(key) or {}).get("state")
-    run = _FileRun(settings, result, set((state or {}).get(OWN_KEY, [])))
+    run = _FileRun(settings, result, set((state or {}).get(OWN_KEY, [])), own_prompts)
     result.files_changed += 1
     jsonl = kind in JSONL_KINDS
     while True:
@@ -261,6 +300,7 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
         consumed = max(parsed.end_offset - offset, 0)
         more = jsonl and consumed >= slice_bytes  # stopped at the slice limit, not at the end
         result.errors.extend(parsed.errors)
+        slice_errors = (offset == 0, list(parsed.errors))
         for name, n in parsed.skipped_types.items():
             result.skipped_types[name] = result.skipped_types.get(name, 0) + n
         conversations = run.prepare(parsed.conversations)
@@ -272,7 +312,7 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
         del parsed  # the slice's objects go as soon as the batch has them
         result.bytes_read += consumed
         result.slices += 1
-        batches.add(run, conversations, mark_row, consumed, file_done=not more)
+        batches.add(run, conversations, mark_row, consumed, file_done=not more, errors=slice_errors)
         del conversations
         if progress is not None:
             progress.advance(consumed)
@@ -298,7 +338,10 @@ def _resolved(path: Path, folders: dict[Path, Path]) -> str:
     """``str(path.resolve())``, resolving each folder once: a no-change run over a thousand
     sessions in forty project folders is mostly this."""
     if path.is_symlink():
-        return str(path.resolve())
+        try:
+            return str(path.resolve())
+        except (RuntimeError, OSError):  # a symlink loop: ingest_file's stat reports it
+            return str(path.absolute())
     folder = folders.get(path.parent)
     if folder is None:
         folder = folders[path.parent] = path.parent.resolve()
@@ -347,18 +390,25 @@ def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]]
     big one) committed in one transaction with its watermarks; failpoint `ingest:<n>` fires
     after the n-th commit.
     """
+    from memvault.selfcalls import self_call_log
+
     result = IngestResult()
+    own_prompts = self_call_log(settings.state_dir).digests()
     pattern = apply_topics(ledger, settings, result)
     files, errors = discover(roots)
     result.errors.extend(errors)
     sizes = [_file_size(p) for _, p in files]
     marks = ledger.watermarks()  # one query, so an unchanged file costs only its stat
+    for key, errors in ledger.ingest_errors().items():
+        if key in marks:
+            marks[key]["errors"] = errors
     if progress is not None:
         progress.begin(sum(sizes), f"{len(files)} file(s)")
     with _fewer_gc_passes(), ledger.bulk_load(), _Batches(ledger, result, max(slice_bytes, BATCH_BYTES), pattern=pattern) as batches:
         folders: dict[Path, Path] = {}
         for (kind, path), size in zip(files, sizes):
-            _ingest_one(ledger, settings, result, batches, marks, kind, path, size, progress, slice_bytes, folders)
+            _ingest_one(ledger, settings, result, batches, marks, kind, path, size, progress, slice_bytes, folders,
+                        own_prompts)
     if progress is not None:
         progress.done()
     return result
@@ -366,18 +416,25 @@ def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]]
 
 def _ingest_one(ledger: Ledger, settings: Settings, result: IngestResult, batches: _Batches,
                 marks: dict[str, dict[str, Any]], kind: str, path: Path, size: int, progress: Progress | None,
-                slice_bytes: int, folders: dict[Path, Path]) -> None:
+                slice_bytes: int, folders: dict[Path, Path], own_prompts: frozenset[str] = frozenset()) -> None:
     """One file of ``run_ingest``: its problems become errors, never exceptions."""
     result.files_seen += 1
     before = result.bytes_read
     try:
         key = _resolved(path, folders)
-        ingest_file(ledger, path, kind, settings, result, batches, marks.get(key), progress, slice_bytes, key)
+        ingest_file(ledger, path, kind, settings, result, batches, marks.get(key), progress, slice_bytes, key,
+                    own_prompts)
     except FileNotFoundError:
         result.errors.append(LineError(file=str(path), error=f"{path} vanished during the run (moved or "
                                        "deleted) — skipped; it is read again if it comes back"))
-    except (OSError, UnicodeError, ValueError) as exc:
-        # A file that cannot be read: report and go on.
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            message = f"{path} is a symlink loop (it points, maybe through others, at itself) — skipped; fix or remove the link"
+        else:
+            message = f"cannot read {path} ({exc.strerror or exc}) — skipped"
+        result.errors.append(LineError(file=str(path), error=message))
+    except (UnicodeError, ValueError, RecursionError, RuntimeError) as exc:
+        # A file that cannot be read: report and go on (a storage failure is a MemvaultError).
         result.errors.append(LineError(file=str(path), error=f"{type(exc).__name__}: {exc}"))
     if progress is not None:
         # Unchanged or appended files read less than their size: the bar still completes.

@@ -14,12 +14,18 @@ def test_strip_memory_blocks_keeps_the_rest() -> None:
     assert strip_memory_blocks("plain text  ") == "plain text  "
 
 
-def test_is_own_conversation() -> None:
+def test_is_own_conversation_only_for_a_recorded_prompt() -> None:
+    from memvault.selfcalls import prompt_digest
+
+    prompt = f"{MEMVAULT_SELF_CALL_SENTINEL}\nSummarize these chunks"
     mine = Conversation(source="claude-code", native_id="a", messages=[
-        Message(native_id="1", role="user", text=f"{MEMVAULT_SELF_CALL_SENTINEL}\nSummarize these chunks")])
-    theirs = Conversation(source="claude-code", native_id="b", messages=[
-        Message(native_id="1", role="user", text="Summarize my notes")])
-    assert is_own_conversation(mine) and not is_own_conversation(theirs)
+        Message(native_id="1", role="user", text=f"  {prompt}\r\n")])
+    pasted = Conversation(source="claude-code", native_id="b", messages=[
+        Message(native_id="1", role="user", text=f"{prompt} — what is this?")])
+    recorded = frozenset({prompt_digest(prompt)})
+    assert is_own_conversation(mine, recorded)
+    assert not is_own_conversation(pasted, recorded)
+    assert not is_own_conversation(mine, frozenset())  # nothing recorded: nothing is memvault's
 
 
 def test_mark_low_value() -> None:

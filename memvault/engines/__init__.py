@@ -4,11 +4,13 @@
 their no-model path when `StageContext.uses_model` is False (the `none` engine).
 """
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memvault.engines.base import Completion, Engine, EngineError, Structured, extract_json, structured
 from memvault.engines.fake import FakeEngine
 from memvault.engines.none import NoneEngine
+from memvault.engines.recording import RecordingEngine
 from memvault.engines.settings import EngineName, EngineSettings
 
 if TYPE_CHECKING:  # the real modules import lazily: mlx is heavy, httpx needless for `none`
@@ -23,6 +25,7 @@ __all__ = [
     "EngineSettings",
     "FakeEngine",
     "NoneEngine",
+    "RecordingEngine",
     "Structured",
     "extract_json",
     "make_engine",
@@ -55,13 +58,27 @@ def _openai(settings: EngineSettings) -> "OpenAIEngine":
     )
 
 
-def make_engine(settings: EngineSettings, engine: EngineName = "auto") -> tuple[Engine, str]:
+def make_engine(settings: EngineSettings, engine: EngineName = "auto",
+                record_to: Path | None = None) -> tuple[Engine, str]:
     """Build the ``engine`` named (the top-level `engine` setting) and say, in one line, which one and why.
+
+    With ``record_to`` (the home's state folder), every prompt the engine sends is recorded
+    there first (memvault.selfcalls), so ingest recognises transcripts of memvault's own calls.
 
     An explicit `mlx` or `openai` is built without probing (the model loads on first use);
     `auto` probes: mlx if `mlx_model` is set and loads, else openai if the server answers
     `GET /v1/models`, else none.
     """
+    chosen, why = _choose(settings, engine)
+    if record_to is not None and chosen.name != "none":
+        from memvault.selfcalls import self_call_log
+
+        chosen = RecordingEngine(chosen, self_call_log(record_to))
+    return chosen, why
+
+
+def _choose(settings: EngineSettings, engine: EngineName) -> tuple[Engine, str]:
+    """The ``engine`` named (probing for ``auto``) and why it was chosen."""
     if engine == "none":
         return NoneEngine(), f"engine none (set in settings): {_NO_MODEL}"
     if engine == "mlx":

@@ -3,14 +3,19 @@
 Recalled text is untrusted: a note or a transcript may contain ``</memory-recall>`` or a
 ``<system>`` tag, written to close the block early and pose as instructions. Every such
 tag has its angle brackets turned into ``‹ ›``. Matching runs over a normalized view of
-the text (NFKC, case folded, Cyrillic/Greek/small-capital look-alike letters mapped to
-Latin, invisible format characters dropped, HTML entities for ``< > /`` decoded), so
-fullwidth ``＜／…＞``, ``﹤``, ``〈``, ``&lt;`` or ``</ѕystem>`` with a Cyrillic ``ѕ`` are
-caught too. Only brackets are replaced, never removed, so escaping cannot create a tag.
+the text: HTML character references decoded first (named, with or without the semicolon as
+browsers accept them, and numeric), then each character NFKC-normalized and case folded, and
+only then mapped through the look-alike tables (angle brackets, slashes, Cyrillic/Greek/
+small-capital letters to Latin; invisible format characters marked). Normalizing before the
+table lookup is what catches a character NFKC turns into a listed one (``〈`` U+2329 becomes
+``〈`` U+3008). So fullwidth ``＜／…＞``, ``﹤``, ``〈``, ``&lt;``, ``&lt`` or ``</ѕystem>`` with
+a Cyrillic ``ѕ`` are caught too. Only brackets are replaced, never removed, so escaping
+cannot create a tag.
 """
 
 import re
 import unicodedata
+from html.entities import html5
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,8 +23,9 @@ OPEN, CLOSE = "‹", "›"
 
 # Characters read as "<", ">" or "/" (besides what NFKC already maps, e.g. ＜ ﹤ ＞ ﹥ ／).
 # ‹ and › are deliberately absent: they are the escaped form.
-_ANGLE_OPEN = "<〈〈⟨❮❬❰˂ᐸ⧼≺⋖"
-_ANGLE_CLOSE = ">〉〉⟩❯❭❱˃ᐳ⧽≻⋗"
+# Each is matched after NFKC (U+2329 〈 normalizes to U+3008 〈, both listed for clarity).
+_ANGLE_OPEN = "<\u3008\u2329⟨❮❬❰˂ᐸ⧼≺⋖⦑⧀"
+_ANGLE_CLOSE = ">\u3009\u232a⟩❯❭❱˃ᐳ⧽≻⋗⦒⧁"
 _SLASHES = "/⁄∕⧸╱⟋／"
 
 # Look-alike letters, checked on the character as written and again after case folding.
@@ -38,8 +44,27 @@ _LETTERS = {
     "ᴡ": "w", "ʏ": "y", "ᴢ": "z", "ı": "i", "ȷ": "j", "ℓ": "l",
     "‐": "-", "‑": "-", "‒": "-", "–": "-", "—": "-", "−": "-", "﹣": "-", "＿": "_",
 }  # fmt: skip
-_ENTITY = re.compile(r"&(?:lt|gt|sol|#0*(?:60|62|47)|#x0*(?:3c|3e|2f));", re.IGNORECASE)
-_ENTITY_CHAR = {"lt": "<", "gt": ">", "sol": "/", "60": "<", "62": ">", "47": "/", "3c": "<", "3e": ">", "2f": "/"}
+# An HTML character reference: numeric (decimal or hex), or named. Browsers (and models that
+# read HTML) accept the legacy names without their semicolon (``&lt/memory-recall&gt``).
+_ENTITY = re.compile(r"&(?:#(?P<dec>[0-9]{1,7})|#[xX](?P<hex>[0-9a-fA-F]{1,6})|(?P<name>[A-Za-z][A-Za-z0-9]{0,31}));?")
+
+
+def _decode_entity(m: re.Match[str]) -> tuple[str, int] | None:
+    """The text a reference stands for and where it ends; None when it is no reference."""
+    number = m.group("dec") or m.group("hex")
+    if number is not None:
+        code = int(number, 10 if m.group("dec") else 16)
+        if code >= 0x110000 or 0xD800 <= code <= 0xDFFF:
+            return None
+        return chr(code), m.end()
+    name = m.group("name")
+    if m.group(0).endswith(";") and f"{name};" in html5:
+        return html5[f"{name};"], m.end()
+    for length in range(len(name), 1, -1):  # legacy references match as a prefix: "&ltfoo"
+        if name[:length] in html5:
+            return html5[name[:length]], m.start() + 1 + length
+    return None
+
 
 # In the view, an invisible character (zero-width space, soft hyphen, combining mark) is
 # this placeholder, and a look-alike letter is its Latin letter in upper case (real letters
@@ -70,20 +95,25 @@ _TAG = re.compile(
 
 
 def _normal_char(ch: str) -> str:
-    if ch in _LETTERS:
+    """One source character as it reads: normalized first, then mapped through the tables."""
+    if ch in _LETTERS:  # a capital look-alike that folds to a letter reading differently
         return _LETTERS[ch].upper()
-    if ch in _ANGLE_OPEN:
-        return "<"
-    if ch in _ANGLE_CLOSE:
-        return ">"
-    if ch in _SLASHES:
-        return "/"
     out = []
-    for c in unicodedata.normalize("NFKC", ch).casefold():
-        if unicodedata.category(c) in ("Cf", "Mn", "Me"):
-            out.append(_HIDDEN)
-        else:
-            out.append(_LETTERS[c].upper() if c in _LETTERS else c)
+    for n in unicodedata.normalize("NFKC", ch):
+        if n in _LETTERS:
+            out.append(_LETTERS[n].upper())
+            continue
+        for c in n.casefold():
+            if c in _ANGLE_OPEN:
+                out.append("<")
+            elif c in _ANGLE_CLOSE:
+                out.append(">")
+            elif c in _SLASHES:
+                out.append("/")
+            elif unicodedata.category(c) in ("Cf", "Mn", "Me"):
+                out.append(_HIDDEN)
+            else:
+                out.append(_LETTERS[c].upper() if c in _LETTERS else c)
     return "".join(out)
 
 
@@ -93,10 +123,12 @@ def normalized_view(text: str) -> tuple[str, list[tuple[int, int]]]:
     spans: list[tuple[int, int]] = []
     i = 0
     while i < len(text):
-        if text[i] == "&" and (m := _ENTITY.match(text, i)):
-            chars.append(_ENTITY_CHAR[m.group(0)[1:-1].lower().lstrip("#x0")])
-            spans.append((i, m.end()))
-            i = m.end()
+        if text[i] == "&" and (m := _ENTITY.match(text, i)) and (decoded := _decode_entity(m)):
+            value, end = decoded
+            for c in "".join(_normal_char(v) for v in value):
+                chars.append(c)
+                spans.append((i, end))
+            i = end
             continue
         for c in _normal_char(text[i]):
             chars.append(c)

@@ -6,8 +6,11 @@ Kept apart from ``__init__`` so parser modules can import it without a cycle.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel, Field
 
@@ -31,6 +34,50 @@ class ParseResult(BaseModel):
     state: dict[str, Any] = Field(
         default_factory=dict, description="JSON-serializable parser context; pass back on the next call"
     )
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open ``path`` for reading only if it is a regular file, without ever blocking.
+
+    ``O_NONBLOCK`` makes opening a FIFO (or a device) return at once instead of waiting for a
+    writer; the fstat then refuses it. Raises IsADirectoryError for a folder, OSError else.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError("not a regular file (a FIFO, socket or device); only regular files are read")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def wide_encoding(head: bytes) -> str | None:
+    """``"UTF-16 LE"`` and the like when ``head`` (a file's first bytes) is UTF-16/32 text."""
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32 LE" if head[0] == 0xFF else "UTF-32 BE"
+    if head.startswith(b"\xff\xfe"):
+        return "UTF-16 LE"
+    if head.startswith(b"\xfe\xff"):
+        return "UTF-16 BE"
+    sample = head[:512]
+    if len(sample) >= 4 and sample.count(0) * 3 >= len(sample):  # ASCII text with a NUL beside each char
+        return "UTF-16 LE" if sample[1] == 0 and sample[0] != 0 else "UTF-16 BE"
+    return None
+
+
+def decode_text(raw: bytes) -> str:
+    """Bytes of a whole JSON file as text: UTF-8 (a BOM dropped), or UTF-16/32 when it is that."""
+    encoding = wide_encoding(raw[:512])
+    if encoding:
+        codec = encoding.replace(" ", "-").lower()  # "utf-16-le"; a BOM, when present, is dropped below
+        return raw.decode(codec, errors="replace").lstrip("\ufeff")
+    return raw.decode("utf-8-sig", errors="replace")
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -59,16 +106,40 @@ def iso(value: datetime | None) -> str | None:
 
 
 def clip(text: str, chars: int) -> str:
-    """Shorten ``text`` to ``chars`` characters, marking the cut."""
+    """Shorten ``text`` to ``chars`` characters, marking the cut.
+
+    Secrets are redacted before the cut (a token cut in two would escape its pattern), and the
+    cut falls between words where it can, so a part of a token never survives alone.
+    """
     text = text.strip()
-    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
+    if len(text) <= chars:
+        return text
+    text = _redacted_head(text, chars)
+    if len(text) <= chars:
+        return text
+    cut = chars - 1
+    if not text[cut - 1].isspace() and not text[cut].isspace():
+        space = max(text.rfind(" ", 0, cut), text.rfind("\n", 0, cut))
+        cut = space if space > 0 else cut
+    return text[:cut].rstrip() + "…"
+
+
+def _redacted_head(text: str, chars: int) -> str:
+    """The start of ``text`` (what a cut at ``chars`` keeps, plus a margin) with secrets redacted.
+
+    Only the built-in patterns run here; the user's own patterns run on the stored text at
+    ingest, and the word-boundary cut above keeps their tokens whole or drops them whole.
+    """
+    from memvault.redact import WINDOW_MARGIN, redact
+
+    return redact(text[: chars + WINDOW_MARGIN])[0]
 
 
 def first_lines(text: str, lines: int = RESULT_LINES, chars: int = RESULT_CHARS) -> str:
     """The first few lines of a tool's output, with a note of how much was dropped."""
-    all_lines = text.strip().splitlines()
-    kept = "\n".join(all_lines[:lines])
-    more = len(all_lines) - lines
+    stripped = text.strip()
+    more = len(stripped.splitlines()) - lines
+    kept = "\n".join(_redacted_head(stripped, chars).splitlines()[:lines])
     kept = clip(kept, chars)
     return kept + (f"\n… ({more} more lines)" if more > 0 else "")
 

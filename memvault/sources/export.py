@@ -8,12 +8,13 @@ native id makes that idempotent.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from memvault.models import Conversation, LineError
-from memvault.sources.base import ParseResult
+from memvault.sources.base import ParseResult, decode_text, open_regular, wide_encoding
 
 ConvParser = Callable[[dict[str, Any]], Conversation | None]
 
@@ -25,7 +26,8 @@ def parse_export(path: Path, what: str, parse_one: ConvParser) -> ParseResult:
         return ParseResult(errors=[LineError(file=str(path), line=None, error=message)], end_offset=size)
 
     try:
-        raw = path.read_bytes()
+        with open_regular(path) as handle:
+            raw = handle.read()
     except IsADirectoryError:
         return fail(f"{path} is a directory, not a {what} export file")
     except FileNotFoundError:
@@ -35,10 +37,13 @@ def parse_export(path: Path, what: str, parse_one: ConvParser) -> ParseResult:
     size = len(raw)
     if not raw.strip():
         return fail(f"{path} is empty; expected a {what} export (a JSON list)", size)
-    if b"\0" in raw[:8192]:
+    if b"\0" in raw[:8192] and not wide_encoding(raw[:512]):
         return fail(f"{path} looks binary (NUL bytes), not a {what} export", size)
     try:
-        data = json.loads(raw.decode("utf-8-sig", errors="replace"))
+        data = json.loads(decode_text(raw))
+    except RecursionError:
+        return fail(f"{path} is JSON nested too deeply to read (more than {sys.getrecursionlimit()} levels); "
+                    f"re-download the {what} export", size)
     except ValueError as exc:
         return fail(f"{path} is not valid JSON ({exc}); re-download the {what} export", size)
     if isinstance(data, dict):
@@ -56,7 +61,7 @@ def parse_export(path: Path, what: str, parse_one: ConvParser) -> ParseResult:
         try:
             conv = parse_one(item)
         # One odd conversation must not cost the user the rest of the export.
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
             ident = item.get("conversation_id") or item.get("id") or item.get("uuid") or f"#{index}"
             errors.append(LineError(file=str(path), error=f"conversation {ident} unusable: {exc}"))
             continue

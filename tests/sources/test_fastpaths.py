@@ -56,7 +56,9 @@ def test_alias_map_stays_bounded_and_recent_branches_still_connect(tmp_path: Pat
 
 def test_redaction_gate_never_hides_a_match() -> None:
     # Whenever a built-in pattern matches (in any casing it accepts), the cheap gate must pass.
-    for _kind, text, _expected in VECTORS:
+    from tests.secret_corpus import FORMS
+
+    for text in [v[1] for v in VECTORS] + [f.text for f in FORMS]:
         for variant in (text, text.upper(), text.lower(), text.swapcase()):
             if any(re.search(p, variant) for p in DEFAULT_PATTERNS.values()):
                 assert _may_hold_secret(variant), variant

@@ -15,19 +15,42 @@ from tests.helpers import cc_line, cc_session, write_topics
 
 
 def test_own_conversations_are_never_stored_even_when_they_grow(ingest_env, tmp_path: Path) -> None:
+    from memvault.engines import FakeEngine, RecordingEngine
+    from memvault.selfcalls import self_call_log
+
     ledger, settings = ingest_env
-    own = tmp_path / "own.jsonl"
-    own.write_text(cc_session("own", [f"{MEMVAULT_SELF_CALL_SENTINEL}\nSummarize these chunks into an article.",
-                                      "Here is the article."]))
-    user = tmp_path / "user.jsonl"
+    prompt = f"{MEMVAULT_SELF_CALL_SENTINEL}\nSummarize these chunks into an article."
+    # The engine memvault runs records the exact prompt it sends, as a nightly run does.
+    engine = RecordingEngine(FakeEngine(["Here is the article."]), self_call_log(settings.state_dir))
+    engine.complete("system text", prompt, max_tokens=10)
+    src = tmp_path / "src"
+    src.mkdir()
+    own = src / "own.jsonl"
+    own.write_text(cc_session("own", [prompt, "Here is the article."]))
+    user = src / "user.jsonl"
     user.write_text(cc_session("user", ["How do I back up postgres?", "Use pg_dump nightly."]))
-    first = run_ingest(ledger, settings, [("claude-code", tmp_path)])
+    first = run_ingest(ledger, settings, [("claude-code", src)])
     assert (first.skipped_own, first.conversations_new, first.messages_new) == (1, 1, 2)
     with own.open("a") as fh:  # the same self-driven session keeps going
         fh.write(cc_line("own", 2, "user", "Shorter, please.", "own-u1"))
-    again = run_ingest(ledger, settings, [("claude-code", tmp_path)])
+    again = run_ingest(ledger, settings, [("claude-code", src)])
     assert (again.conversations_new, again.messages_new) == (0, 0)
     assert ledger.counts()["conversations"] == 1
+
+
+def test_a_pasted_sentinel_or_prompt_part_never_drops_a_conversation(ingest_env, tmp_path: Path) -> None:
+    from memvault.selfcalls import self_call_log
+
+    ledger, settings = ingest_env
+    prompt = f"{MEMVAULT_SELF_CALL_SENTINEL}\nSummarize these chunks into an article."
+    self_call_log(settings.state_dir).record(["system text", prompt])
+    (tmp_path / "pasted.jsonl").write_text(cc_session("pasted", [
+        f"Why does memvault put {MEMVAULT_SELF_CALL_SENTINEL} in prompts? Here is one:\n{prompt}",
+        "It marks its own calls."]))
+    (tmp_path / "page.jsonl").write_text(cc_session("page", [
+        "Summarize this page", f"The page says: {MEMVAULT_SELF_CALL_SENTINEL} ignore me"]))
+    result = run_ingest(ledger, settings, [("claude-code", tmp_path)])
+    assert (result.skipped_own, result.conversations_new, result.messages_new) == (0, 2, 4)
 
 
 def test_recall_and_index_blocks_are_stripped_and_the_rest_kept(ingest_env, tmp_path: Path) -> None:

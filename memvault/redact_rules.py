@@ -1,0 +1,221 @@
+"""The built-in secret rules: one regular expression per kind, its trigger fragments, filters.
+
+The kinds follow what maintained secret scanners detect (gitleaks' rule set and the
+detect-secrets plugins were the reference for which forms exist): provider keys with a
+distinctive prefix, credentials inside URLs and headers, private key blocks, and values next
+to key-like names. Each pattern replaces its whole match, or only its ``secret`` named group
+so the context (a URL's host, a variable's name) stays readable.
+
+Order matters: specific kinds run before the generic name-based rules, so a token gets its
+precise kind, and a placeholder (``[REDACTED:…]``) never matches again (idempotence).
+"""
+
+import math
+import re
+from collections.abc import Callable
+
+# A value that is already a placeholder is left alone (idempotence).
+_NOT_DONE = r"(?!\[REDACTED:)"
+# A quote as it appears in plain text, in a JSON string (\") or in JSON nested in JSON (\\\", …).
+_Q = r"(?:\\{0,7}[\"'])"
+# The value of a name-based rule: no spaces, quotes, separators; a backslash only when it does
+# not start an escaped quote (so ``{\"api_key\": \"v\"}`` keeps its escaping intact).
+_VALUE = r"(?:[^\s\"'`,;&\\<>]|\\(?![\"'\\]))"
+# Names whose value is a secret whatever it looks like.
+_SECRET_NAMES = (
+    r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
+    r"|credentials?|auth[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|session[_-]?key"
+)
+# Fragments of names whose value is a secret only when it also looks random (entropy rule).
+_KEYISH = r"key|secret|token|auth|passw|pwd|credential|creds|api|sig|salt|private|cookie|bearer"
+
+DEFAULT_PATTERNS: dict[str, str] = {
+    # BEGIN … END (PEM, OpenSSH, PGP); a block cut off before its END line goes to the end.
+    "private_key": (
+        r"(?s)-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*)"
+    ),
+    "age_secret_key": r"\bAGE-SECRET-KEY-1[0-9A-Z]{50,}",
+    "jwt": r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}",
+    "aws_access_key_id": r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
+    "aws_secret_access_key": (
+        r"(?i)aws_?secret(?:_?access)?_?key\b" + _Q + r"?\s*[:=]\s*" + _Q + r"?"
+        + _NOT_DONE + r"(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+    ),
+    "anthropic_api_key": r"\bsk-ant-[a-z0-9]+-[A-Za-z0-9_-]{20,}",
+    # real keys always hold a digit; this spares slugs like sk-learn-compatible-estimators
+    "openai_api_key": r"\bsk-(?!ant-)(?=[A-Za-z_-]*\d)(?:proj-|svcacct-|admin-|or-v1-)?[A-Za-z0-9_-]{20,}",
+    "ai_provider_key": r"\b(?:gsk_[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{40,}|pplx-[A-Za-z0-9]{40,}|r8_[A-Za-z0-9]{30,})",
+    "github_token": r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+    "gitlab_token": r"\b(?:glpat|gldt|glrt|glptt|glsoat|glcbt|gloas|glft|glimt|glagent)-[A-Za-z0-9_-]{20,}",
+    "slack_token": r"\b(?:xox[abposre]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})",
+    "slack_webhook": r"(?i)\bhooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9+/_-]{20,})",
+    "discord_webhook": r"(?i)\bdiscord(?:app)?\.com/api/webhooks/(?P<secret>\d+/[A-Za-z0-9_-]{20,})",
+    "stripe_key": r"\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}|\bwhsec_[A-Za-z0-9]{20,}",
+    "google_api_key": r"\bAIza[0-9A-Za-z_-]{35}",
+    "google_oauth": r"\bGOCSPX-[A-Za-z0-9_-]{20,}|\bya29\.[0-9A-Za-z_-]{20,}",
+    "sendgrid_key": r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+    "twilio_key": r"\bSK[0-9a-fA-F]{32}\b",
+    "mailgun_key": r"\bkey-[0-9a-f]{32}\b",
+    "mailchimp_key": r"\b[0-9a-f]{32}-us\d{1,2}\b",
+    "npm_token": r"\bnpm_[A-Za-z0-9]{36}\b",
+    "pypi_token": r"\bpypi-AgE[A-Za-z0-9_-]{50,}",
+    "huggingface_token": r"\bhf_[A-Za-z0-9]{30,}\b",
+    "digitalocean_token": r"\bdo[por]_v1_[a-f0-9]{64}\b",
+    "shopify_token": r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b",
+    "telegram_bot_token": r"\b\d{8,10}:AA[A-Za-z0-9_-]{30,}",
+    "vault_token": r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}",
+    "terraform_token": r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}",
+    "databricks_token": r"\bdapi[a-f0-9]{32}(?:-\d)?\b",
+    "postman_key": r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b",
+    "linear_key": r"\blin_api_[A-Za-z0-9]{40}\b",
+    "doppler_token": r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}",
+    "grafana_token": r"\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|\bglc_[A-Za-z0-9+/]{32,}={0,2}",
+    "sentry_token": r"\bsntr(?:ys|yu|u|s)_[A-Za-z0-9+/=_-]{40,}",
+    "square_token": r"\b(?:sq0atp|sq0csp)-[A-Za-z0-9_-]{22,}|\bEAAA[A-Za-z0-9_-]{60,}",
+    "notion_token": r"\b(?:ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43})\b",
+    "airtable_token": r"\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b",
+    "azure_storage_key": r"(?i)\bAccountKey=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})",
+    # Authorization: Basic/Bearer/Token …, X-Api-Key: …, Private-Token: … (header or curl -H)
+    "auth_header": (
+        r"(?i)\b(?:proxy-)?(?:authorization|x-api-key|x-auth-token|private-token|x-access-token)" + _Q
+        + r"?\s*[:=]\s*" + _Q + r"?(?:(?:basic|bearer|token|digest|apikey)\s+)?" + _NOT_DONE
+        + r"(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
+    ),
+    "bearer_token": r"(?i)\bbearer\s+" + _NOT_DONE + r"(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)",
+    # curl -u user:pass, --user user:pass
+    "cli_credentials": r"(?:\s|^)(?:-u|--user)[\s=]+[\"']?[^\s:\"']+:" + _NOT_DONE + r"(?P<secret>[^\s\"']+)",
+    # scheme://user:pass@host → only pass goes; the user may be empty (redis://:pw@host) and
+    # the password may hold '/' or '@' (the host is what follows the last '@').
+    "url_password": (
+        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@\"'<>\\]*:" + _NOT_DONE
+        + r"(?P<secret>[^\s\"'<>\\]+?)(?=@[^\s@/\"'<>\\]*(?:[/\s?#\"'<>\\]|$))"
+    ),
+    # URL signatures of pre-signed links (S3, GCS, Azure SAS).
+    "url_signature": (
+        r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token|x-amz-credential)="
+        + _NOT_DONE + r"(?P<secret>[^\s&#\"'<>\\]{8,})"
+    ),
+    # password=…, DB_PASSWORD: …, "api_key": "…", {\"api_key\": \"…\"} — the value only;
+    # values that are only digits (and dots) are usually settings (max_token=4096), not secrets.
+    "assignment": (
+        r"(?im)(?:\b[A-Za-z0-9_]*(?:" + _SECRET_NAMES + r")\b" + _Q + r"?\s*(?:=|:(?=\s*" + _Q + r")|(?<=[\"']):)"
+        r"|^\s*[A-Za-z0-9_]*(?:" + _SECRET_NAMES + r")\s*:)"
+        r"\s*" + _Q + r"?" + _NOT_DONE + r"(?![\d.]+(?:[\s\"',;&\\]|$))(?P<secret>" + _VALUE + r"{4,})"
+    ),
+    # A long random-looking value next to a key-like name (MY_SECRET_VALUE=…, signingKeyId: …);
+    # kept only when it passes the entropy filter below, so `tokenizer = bert-base` survives.
+    "keyed_high_entropy": (
+        r"(?i)\b[A-Za-z0-9_.-]{0,30}?(?:" + _KEYISH + r")[A-Za-z0-9_.-]{0,30}" + _Q + r"?\s*(?:=|:|=>)\s*"
+        + _Q + r"?" + _NOT_DONE + r"(?P<secret>[A-Za-z0-9+/=_.~-]{16,})"
+    ),
+}
+
+# Lower-case fragments at least one of which every match of a built-in pattern contains. A
+# text holding none of them skips that regex: most messages hold no secret, and a substring
+# test is far cheaper than a regex scan. User patterns have no triggers and always run.
+TRIGGERS: dict[str, tuple[str, ...]] = {
+    "private_key": ("-----begin",),
+    "age_secret_key": ("age-secret-key-",),
+    "jwt": ("eyj",),
+    "aws_access_key_id": ("akia", "asia", "a3t", "abia", "acca"),
+    "aws_secret_access_key": ("secret",),
+    "anthropic_api_key": ("sk-ant-",),
+    "openai_api_key": ("sk-",),
+    "ai_provider_key": ("gsk_", "xai-", "pplx-", "r8_"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab_token": ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-", "gloas-", "glft-", "glimt-",
+                     "glagent-"),
+    "slack_token": ("xox", "xapp-"),
+    "slack_webhook": ("hooks.slack.com",),
+    "discord_webhook": ("/api/webhooks/",),
+    "stripe_key": ("sk_", "rk_", "whsec_"),
+    "google_api_key": ("aiza",),
+    "google_oauth": ("gocspx-", "ya29."),
+    "sendgrid_key": ("sg.",),
+    "twilio_key": ("sk",),
+    "mailgun_key": ("key-",),
+    "mailchimp_key": ("-us",),
+    "npm_token": ("npm_",),
+    "pypi_token": ("pypi-",),
+    "huggingface_token": ("hf_",),
+    "digitalocean_token": ("_v1_",),
+    "shopify_token": ("shpat_", "shpca_", "shppa_", "shpss_"),
+    "telegram_bot_token": (":aa",),
+    "vault_token": ("hvs.", "hvb.", "hvr."),
+    "terraform_token": (".atlasv1.",),
+    "databricks_token": ("dapi",),
+    "postman_key": ("pmak-",),
+    "linear_key": ("lin_api_",),
+    "doppler_token": ("dp.",),
+    "grafana_token": ("glsa_", "glc_"),
+    "sentry_token": ("sntr",),
+    "square_token": ("sq0atp-", "sq0csp-", "eaaa"),
+    "notion_token": ("ntn_", "secret_"),
+    "airtable_token": ("pat",),
+    "azure_storage_key": ("accountkey=",),
+    "auth_header": ("authorization", "x-api-key", "x-auth-token", "private-token", "x-access-token"),
+    "bearer_token": ("bearer",),
+    "cli_credentials": ("-u", "--user"),
+    "url_password": ("://",),
+    "url_signature": ("sig", "x-amz-", "x-goog-"),
+    "assignment": ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", "accesskey", "access_key",
+                   "access-key", "private_key", "private-key", "privatekey", "credential", "auth_key", "auth-key",
+                   "authkey", "signing", "encryption", "master", "session"),
+    "keyed_high_entropy": ("key", "secret", "token", "auth", "passw", "pwd", "credential", "creds", "api",
+                           "sig", "salt", "private", "cookie", "bearer"),
+}
+
+# The cheap gate that lets most messages skip every rule: a built-in rule can only match a
+# text that holds 15+ characters without a space (every vendor key, JWT, key body and random
+# value is such a run) or one of these lower-case fragments (the names and markers of the
+# rules whose secret can be shorter: password=…, Authorization: Basic …, curl -u a:b, URLs).
+# A few substring tests and one split instead of a test per trigger: redaction must cost
+# little next to parsing (bench/ingest.py).
+GATE_FRAGMENTS: tuple[str, ...] = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "-----begin", "://",
+                                   "-u", "sig=")
+LONG_RUN = 15
+
+# Past the gate, one scan finds which triggers a text holds (at each position the longest
+# trigger starting there; the shorter triggers it begins with are implied), so only the rules
+# whose triggers are present run.
+_ALL = sorted({t for ts in TRIGGERS.values() for t in ts}, key=len, reverse=True)
+TRIGGER_SCAN = re.compile("(?=(" + "|".join(map(re.escape, _ALL)) + "))")
+IMPLIED: dict[str, frozenset[str]] = {s: frozenset(t for t in _ALL if s.startswith(t)) for s in _ALL}
+RULES_BY_TRIGGER: dict[str, tuple[str, ...]] = {
+    t: tuple(name for name, ts in TRIGGERS.items() if t in ts) for t in _ALL
+}
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character of ``value`` (0 for an empty string)."""
+    if not value:
+        return 0.0
+    counts: dict[str, int] = {}
+    for ch in value:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def looks_random(value: str) -> bool:
+    """True for a token that reads like generated key material, not a word, path or version.
+
+    detect-secrets' high-entropy plugins flag base64 above 4.5 bits and hex above 3 bits per
+    character on any string; next to a key-like name the bar can be lower (3.5), but the value
+    must mix digits with letters (a hyphenated word list or a model name does not).
+    """
+    core = value.strip("=")
+    if len(core) < 16 or "[REDACTED:" in core:
+        return False
+    has_digit = any(c.isdigit() for c in core)
+    has_alpha = any(c.isalpha() for c in core)
+    if not (has_digit and has_alpha):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]+", core):  # hex: a hash or an id; 32+ of them read as a key
+        return len(core) >= 32 and shannon_entropy(core) >= 3.0
+    return shannon_entropy(core) >= 3.5
+
+
+# Kinds whose match is kept unless its secret part passes this test.
+FILTERS: dict[str, Callable[[str], bool]] = {"keyed_high_entropy": looks_random}
