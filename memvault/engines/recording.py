@@ -4,6 +4,8 @@ Wrapping at the one place engines are built (``make_engine(..., record_to=…)``
 call any stage makes is recorded, whichever engine answers it (memvault.selfcalls says why).
 """
 
+from typing import Any
+
 from memvault.engines.base import Completion, Engine
 from memvault.selfcalls import SelfCallLog
 
@@ -23,7 +25,7 @@ class RecordingEngine:
         prompt: str,
         *,
         max_tokens: int,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
         cache_prefix: str | None = None,
     ) -> Completion:
         """Record, then answer as the wrapped engine does."""
