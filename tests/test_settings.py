@@ -169,10 +169,10 @@ def test_model_section_is_the_engine_settings(toml, tmp_path: Path) -> None:
     assert (settings.engine, settings.model.openai_model, settings.model.timeout_s) == ("openai", "qwen", 30)
 
 
-def test_the_template_is_valid(tmp_path: Path) -> None:
+def test_the_template_is_valid(toml, tmp_path: Path) -> None:
     from importlib import resources
 
     text = (resources.files("vault_template") / "memvault.toml").read_text()
     tomllib.loads(text)
-    (tmp_path / "memvault.toml").write_text(text)
+    toml(text)
     assert load_settings(tmp_path).engine == "auto"

@@ -45,8 +45,9 @@ def held(home: Path):
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
+    # INFO: Prefect's own lines show (an earlier `--json` test may have set WARNING here).
     env = {**os.environ, "MEMVAULT_LOCK_TIMEOUT_S": "1", "MEMVAULT_ENGINE": "none",
-           "PREFECT_HOME": str(tmp_path / "prefect")}
+           "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_LOGGING_LEVEL": "INFO"}
     env.pop("PREFECT_API_URL", None)
     return env
 
