@@ -37,6 +37,8 @@ from tasks.wikify import wikify
 
 TASKS = {"ingest": ingest, "chunk": chunk, "cluster": cluster, "synthesize": synthesize,
          "wikify": wikify, "normalize": normalize, "index": index}
+# Stages that write the vault (and so need it on memvault's branch, with no merge in progress).
+VAULT_STAGES = {"cluster", "synthesize", "wikify", "normalize", "changelog"}
 
 
 class RunOptions(BaseModel):
@@ -78,6 +80,9 @@ def execute(options: RunOptions, log: Any, progress: Any = None, engine: Any = N
     run_id = new_run_id()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     with writer_lock(settings.state_dir, f"memvault run {run_id}", settings.lock_timeout_s):
+        if set(stages) & VAULT_STAGES:
+            # Before any stage writes: a run on the wrong branch would strand its commit there.
+            Vault(settings.home).check_writable()
         engine, reason = (engine, f"engine {engine.name} (given by the caller)") if engine is not None \
             else build_engine(settings, options.model)
         log.info("run %s: stages %s; engine %s (%s)", run_id, ", ".join(stages), engine.name, reason)

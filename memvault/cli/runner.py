@@ -24,7 +24,12 @@ def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | 
 
     settings = load_settings(home)
     require_home(settings.home)
-    select_stages(only, from_stage, until_stage)  # misuse → UsageError before a server starts
+    stages = select_stages(only, from_stage, until_stage)  # misuse → UsageError before a server starts
+    from flows.nightly import VAULT_STAGES
+    from stores.vault import Vault
+
+    if not dry_run and set(stages) & VAULT_STAGES:
+        Vault(settings.home).check_writable()  # wrong branch, merge in progress: refused before Prefect starts
     from memvault.budget import parse_since
 
     parse_since(since)

@@ -82,6 +82,7 @@ def forget_article(settings: Settings, name: str) -> ArticleForgotten:
 
     plan = plan_article(settings, name)
     vault = Vault(settings.home)
+    vault.check_writable()
     ledger = Ledger(settings.ledger_path)
     try:
         # A hand-written article has no bucket: one is recorded, forgotten, so the name stays taken.
@@ -242,6 +243,7 @@ def forget_conversation(settings: Settings, ref: str) -> ConversationForgotten:
     from stores.ledger import Ledger
 
     vault = Vault(settings.home)
+    vault.check_writable()
     ledger = Ledger(settings.ledger_path)
     try:
         cid = resolve_conversation(ledger, ref)

@@ -137,6 +137,7 @@ def test_forget_conversation_prefixes_and_misuse(home: Path) -> None:
 
 def test_forget_article_asks_first_and_unknown_names_fail(home: Path) -> None:
     (home / "articles" / "Hand_Written.md").write_text("# Hand Written\n\nA person wrote this.\n")
+    Vault(home).record(["articles/Hand_Written.md"])
     Vault(home).commit("hand edit")
     assert cli("--home", str(home), "forget", "Nope", "--yes").exit_code == 1
     from typer.testing import CliRunner
