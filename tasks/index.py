@@ -5,6 +5,10 @@ of removed sections (and of removed articles) are deleted. Each new node gets up
 `similar` edges from bounded candidates — the most recent nodes plus full-text neighbours —
 never a scan of every node. A failed embedding batch leaves its nodes `pending` (text
 stored, searchable by full text) for the next run to embed.
+
+An index that lost data (its folder deleted, restored from an older copy) heals: every
+conversation the ledger marks indexed must have its document in the index; those that do
+not have their marks cleared and are rebuilt in the same run (`conversations_recovered`).
 """
 
 import hashlib
@@ -202,6 +206,12 @@ def write_index(nodes: NodeIndex, embedder: Any, writes: list[dict[str, Any]], d
     return failed
 
 
+def missing_conversations(indexed: list[str], docs: dict[str, str]) -> list[str]:
+    """Conversations marked indexed in the ledger whose document the index does not hold
+    (every indexed conversation has at least its root node)."""
+    return [cid for cid in indexed if f"conv:{cid}" not in docs]
+
+
 def run_index(ctx: Any, log: Any = None) -> dict[str, Any]:
     nodes, ledger, settings = ctx.nodes, ctx.ledger, ctx.settings.index
     writes: list[dict[str, Any]] = []
@@ -214,9 +224,17 @@ def run_index(ctx: Any, log: Any = None) -> dict[str, Any]:
         writes += changed
         deletes += gone
         docs_seen += 1
-    for doc, kind in nodes.docs().items():
+    have = nodes.docs()
+    for doc, kind in have.items():
         if kind == "article" and doc not in articles:
             deletes += list(nodes.doc_hashes(doc))
+    # The ledger's marks are only true while the index holds what they claim: a conversation
+    # marked indexed but absent from the index (a deleted or older index) is indexed again.
+    lost = missing_conversations(ledger.indexed_conversation_ids(), have)
+    if lost:
+        ledger.clear_indexed(lost)
+        if log:
+            log.warning("the node index lacks %d conversation(s) the ledger marks indexed; rebuilding them", len(lost))
     # Conversations: only those changed since they were last indexed.
     todo = ledger.conversations_to_index()
     shorts = short_ids(ledger.conversation_ids())
@@ -241,6 +259,7 @@ def run_index(ctx: Any, log: Any = None) -> dict[str, Any]:
             log.warning("access log: %d malformed line(s) skipped", access["malformed"])
     return {"documents": docs_seen, "nodes_written": len(writes), "nodes_deleted": len(deletes),
             "pending": failed, "embedded": len(writes) - failed, "nodes_total": nodes.count(),
+            "conversations_recovered": len(lost),
             "accesses_folded": access["accesses"]}
 
 
