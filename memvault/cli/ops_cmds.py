@@ -1,4 +1,4 @@
-"""CLI commands of operations: `deploy`, `schedule`, `unschedule`, `backup`, `reindex`,
+"""CLI commands of operations: `deploy`, `schedule`, `unschedule`, `backup`, `restore`, `reindex`,
 `maintenance` (registered on the shared Typer app when this module is imported)."""
 
 import os
@@ -167,6 +167,28 @@ def backup(ctx: typer.Context, dest: Path = typer.Argument(..., help="A new fold
                           f"{result['bytes'] / 1e6:.1f} MB", highlight=False)
             if result["note"]:
                 console.print(result["note"], highlight=False)
+
+        render(as_json, result, text)
+
+
+@app.command()
+def restore(ctx: typer.Context, src: Path = typer.Argument(..., help="A `memvault backup` folder or a ledger copy (*.bak)."),
+            as_json: bool = JsonOpt) -> None:
+    """Put a copy of the ledger back (after damage): the current file is kept aside, never deleted.
+
+    Example: memvault restore /Volumes/Backup/memvault-2026-06-01
+    """
+    from memvault.ops.backup import restore_ledger
+
+    with reporting(as_json):
+        result = restore_ledger(_settings(ctx), src)
+
+        def text() -> None:
+            console.print(f"restored the ledger of {result['home']} from {result['source']}: "
+                          f"{result['conversations']} conversations, {result['messages']} messages", highlight=False)
+            if result["kept_aside"]:
+                console.print(f"the previous ledger is kept at {result['kept_aside']}", highlight=False)
+            console.print(result["note"], highlight=False)
 
         render(as_json, result, text)
 
