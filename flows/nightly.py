@@ -37,7 +37,7 @@ from tasks.context import StageContext, build_engine
 from tasks.index import index
 from tasks.ingest import ingest
 from tasks.normalize import normalize
-from tasks.pipeline import StageName, select_stages
+from tasks.pipeline import VAULT_STAGES, StageName, select_stages
 from memvault.reports import build_report, markdown, save_report
 from tasks.synthesize import synthesize
 from tasks.wikify import wikify
@@ -115,6 +115,9 @@ def execute(options: RunOptions, progress: Progress | None = None, engine: Engin
     run_id = new_run_id()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     with writer_lock(settings.state_dir, f"memvault run {run_id}", settings.lock_timeout_s):
+        if set(stages) & VAULT_STAGES:
+            # Before any stage writes: a run on the wrong branch would strand its commit there.
+            Vault(settings.home).check_writable()
         engine, reason = (engine, f"engine {engine.name} (given by the caller)") if engine is not None \
             else build_engine(settings, options.model)
         log.info("run %s: stages %s; engine %s (%s)", run_id, ", ".join(stages), engine.name, reason)

@@ -26,6 +26,15 @@ class IndexMismatchError(MemvaultError):
     """The node index was built with another embedding model."""
 
 
+class VaultStateError(MemvaultError):
+    """The vault's git repository is not in a state memvault may commit to (wrong branch,
+    detached HEAD, a merge or rebase in progress, a stale index lock)."""
+
+
+class LedgerDamagedError(MemvaultError):
+    """The ledger file cannot be read (a corrupt block, not a busy file)."""
+
+
 class UsageError(MemvaultError):
     """The user asked for something that cannot be done as asked (exit 2)."""
 

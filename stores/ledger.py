@@ -3,6 +3,10 @@
 Opened only by the holder of the writer lock (DuckDB refuses every other process while one
 holds the file read-write). Numbered migrations are applied on open, after the file is
 copied aside, so a failed migration never costs the only copy of a user's history.
+
+A damaged file (DuckDB finds a block whose checksum does not match, on open or on any later
+query) raises LedgerDamagedError, which names the newest copies to restore from
+(`memvault restore SRC`) instead of DuckDB's raw error.
 """
 
 import atexit
@@ -17,6 +21,7 @@ from typing import Any
 
 import duckdb
 
+from memvault.errors import LedgerDamagedError
 from stores.ledger_editorial import EditorialMixin
 from stores.ledger_ingest_errors import IngestErrorsMixin
 from stores.ledger_pipeline import PipelineMixin
@@ -42,15 +47,87 @@ def _drop_duckdb_type_constants() -> None:
                     delattr(module, attr)
 
 
+# What DuckDB says when the file itself is damaged (not busy, not a bad query).
+_DAMAGE = ("Corrupt database file", "not a valid DuckDB database", "does not match stored checksum")
+LAST_BACKUP = "last-backup.json"  # written by `memvault backup` beside the ledger
+
+
+def restore_sources(path: Path) -> list[str]:
+    """Copies a damaged ledger can be restored from, newest first: the last `memvault backup`
+    (when its folder still exists) and the migration copies `ledger.duckdb.pre-vN.bak`."""
+    out: list[tuple[float, str]] = []
+    record = path.parent / LAST_BACKUP
+    if record.is_file():
+        try:
+            info = json.loads(record.read_text(encoding="utf-8"))
+            dest = Path(info["dest"])
+            if (dest / ".memvault" / path.name).is_file():
+                out.append((float(info.get("time", 0)), str(dest)))
+        except (ValueError, KeyError, TypeError):
+            pass  # an unreadable record is no source; the migration copies still are
+    out += [(p.stat().st_mtime, str(p)) for p in path.parent.glob(f"{path.name}.pre-v*.bak") if p.is_file()]
+    return [s for _, s in sorted(out, reverse=True)]
+
+
+def damage_error(path: Path, exc: BaseException) -> LedgerDamagedError | None:
+    """The user-facing error for DuckDB's "corrupt file" errors; None for any other error."""
+    if not isinstance(exc, duckdb.Error) or not any(m in str(exc) for m in _DAMAGE):
+        return None
+    sources = restore_sources(path)
+    what = (f"`memvault restore {sources[0]}` (newest of: {', '.join(sources)})" if sources else
+            "`memvault restore SRC` with a copy made by `memvault backup` (no backup or migration copy was found "
+            f"beside it in {path.parent})")
+    return LedgerDamagedError(
+        f"the ledger {path} is damaged ({str(exc).splitlines()[0][:160]}). Recall still works (it reads only the "
+        f"index and the vault); runs, ingest and status need the ledger. To recover, restore a copy: {what}. "
+        "The damaged file is kept aside, never deleted.")
+
+
+class _Guarded:
+    """A DuckDB connection whose "corrupt file" errors become LedgerDamagedError.
+
+    Damage shows on whichever query first reads the bad block, so every call is guarded,
+    not only the open.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
+        self._con, self._path = con, path
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._con, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                out = attr(*args, **kwargs)
+            except duckdb.Error as exc:
+                damaged = damage_error(self._path, exc)
+                if damaged is None:
+                    raise
+                raise damaged from None
+            if out is self._con:
+                return self
+            return _Guarded(out, self._path) if isinstance(out, duckdb.DuckDBPyConnection) else out
+
+        return call
+
+
 class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin):
     """Narrow interface over ``ledger.duckdb`` (its methods are grouped in the mixin modules)."""
 
     def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not read_only:
-            self._migrate_with_backup()
-        self.con = duckdb.connect(str(path), read_only=read_only)
+        try:
+            if not read_only:
+                self._migrate_with_backup()
+            self.con = _Guarded(duckdb.connect(str(path), read_only=read_only), path)  # type: ignore[assignment]
+        except duckdb.Error as exc:
+            damaged = damage_error(path, exc)
+            if damaged is None:
+                raise
+            raise damaged from None
 
     # -- schema ---------------------------------------------------------------------------
     def _migrate_with_backup(self) -> None:
@@ -99,6 +176,15 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin)
 
     def checkpoint(self) -> None:
         self.con.execute("CHECKPOINT")
+
+    def verify(self) -> dict[str, int]:
+        """Read every row of every table (so every data block's checksum is checked); rows
+        per table. Raises LedgerDamagedError on the first damaged block."""
+        tables = [r[0] for r in self.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' AND table_type = 'BASE TABLE' "
+            "ORDER BY table_name").fetchall()]
+        # hash() of the whole row makes DuckDB read every column, not just the row counts.
+        return {t: self.con.execute(f'SELECT count(*), bit_xor(hash(x)) FROM "{t}" AS x').fetchone()[0] for t in tables}
 
     # -- runs -------------------------------------------------------------------------------------
     def start_run(self, run_id: str, engine: str) -> None:
@@ -224,4 +310,4 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin)
         self.con.execute("DETACH memvault_compact")
         self.con.close()
         os.replace(tmp, self.path)
-        self.con = duckdb.connect(str(self.path))
+        self.con = _Guarded(duckdb.connect(str(self.path)), self.path)  # type: ignore[assignment]

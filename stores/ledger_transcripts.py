@@ -285,6 +285,11 @@ class TranscriptsMixin:
             "SELECT id FROM conversations WHERE (indexed_at IS NULL OR changed_at > indexed_at) AND NOT ignored ORDER BY id"
         ).fetchall()]
 
+    def indexed_conversation_ids(self) -> list[str]:
+        """Conversations the ledger records as indexed (what the node index must hold)."""
+        return [r[0] for r in self.con.execute(
+            "SELECT id FROM conversations WHERE indexed_at IS NOT NULL AND NOT ignored ORDER BY id").fetchall()]
+
     def mark_indexed(self, cids: Sequence[str]) -> None:
         now = _now()
         for cid in cids:

@@ -2,16 +2,33 @@
 
 Writes are atomic (temp file + rename); each run makes at most one commit through GitPython,
 so `git log` is the audit trail. Paths derived from titles always resolve inside the vault.
+
+memvault commits only what it wrote: every path written or removed through this class is
+recorded in `.memvault/vault-pending.json` *before* the file changes (so a killed run's
+writes are committed by the next one), and `commit` stages exactly those paths — never a
+person's unrelated files. It commits only on the vault's own branch (recorded in the
+repository's git config as `memvault.branch` at init; an older home adopts its current
+branch once) and refuses a detached HEAD, another branch, a merge or rebase in progress or
+a stale `.git/index.lock`.
 """
 
+import hashlib
+import json
 from pathlib import Path
 
 import git
 
+from memvault.errors import VaultStateError
 from memvault.files import atomic_write_text
 from memvault.markdown.names import safe_path, stem_to_title, title_to_stem
 
 AUTHOR = git.Actor("memvault", "memvault@localhost")
+PENDING = ".memvault/vault-pending.json"
+BRANCH_KEY = "memvault.branch"
+DEFAULT_BRANCH = "main"
+# Files git leaves in .git/ while an operation waits for the person to finish it.
+_IN_PROGRESS = {"MERGE_HEAD": "a merge", "rebase-merge": "a rebase", "rebase-apply": "a rebase (or `git am`)",
+                "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert", "BISECT_LOG": "a bisect"}
 
 
 class Vault:
@@ -35,16 +52,160 @@ class Vault:
         git.Repo.init(self.home, initial_branch="main")
         return True
 
-    def commit(self, message: str) -> str | None:
-        """Stage every vault change and commit it; None when nothing changed."""
+    def record_branch(self) -> str:
+        """The vault's own branch, recorded once (init, or the first write of an older home):
+        the branch HEAD is on, ``main`` for a repository with no commit yet."""
         repo = self.repo
-        repo.git.add(A=True)
-        if repo.head.is_valid() and not repo.index.diff("HEAD"):
+        with repo.config_reader() as cfg:
+            if cfg.has_option("memvault", "branch"):
+                return str(cfg.get_value("memvault", "branch"))
+        if repo.head.is_detached:
+            raise VaultStateError(
+                f"the vault at {self.home} has a detached HEAD and no recorded branch — check out the branch "
+                f"memvault should commit to (`git -C {self.home} checkout main`) and run again")
+        branch = repo.active_branch.name or DEFAULT_BRANCH
+        with repo.config_writer() as cfg:
+            cfg.set_value("memvault", "branch", branch)
+        return branch
+
+    def check_writable(self) -> str:
+        """Raise VaultStateError unless memvault may commit now; returns the vault's branch.
+
+        Called before a run, `lint --fix`, `forget` or `redact --rescan` writes anything, and
+        again before each commit (a person may switch branches while a run works).
+        """
+        git_dir = self.home / ".git"
+        if not git_dir.exists():
+            raise VaultStateError(f"{self.home} is not a git repository — run `memvault init`")
+        repo = self.repo
+        gd = Path(repo.git_dir)
+        for name, what in _IN_PROGRESS.items():
+            if (gd / name).exists():
+                raise VaultStateError(
+                    f"{what} is in progress in the vault ({gd / name} exists) — finish or abort it "
+                    f"(e.g. `git -C {self.home} merge --abort` / `rebase --abort`), then run memvault again; "
+                    "nothing was changed")
+        lock = gd / "index.lock"
+        if lock.exists():
+            raise VaultStateError(
+                f"git's index lock {lock} exists: another git command is running in the vault, or one crashed. "
+                f"If no git command is running, delete the file (`rm {lock}`) and run memvault again; "
+                "nothing was changed")
+        branch = self.record_branch()
+        if repo.head.is_detached:
+            raise VaultStateError(
+                f"the vault's HEAD is detached; memvault commits only to its branch '{branch}' — "
+                f"`git -C {self.home} checkout {branch}` and run again; nothing was changed")
+        current = repo.active_branch.name
+        if current != branch:
+            raise VaultStateError(
+                f"the vault is on branch '{current}', but memvault commits only to its branch '{branch}' — "
+                f"`git -C {self.home} checkout {branch}` (merge your branch later if you like) and run again; "
+                f"nothing was changed. To make '{current}' memvault's branch instead: "
+                f"`git -C {self.home} config {BRANCH_KEY} {current}`")
+        return branch
+
+    # -- what memvault wrote ----------------------------------------------------------------
+    def _pending_file(self) -> Path:
+        return self.home / PENDING
+
+    def pending(self) -> dict[str, dict[str, bool]]:
+        """Paths memvault wrote or removed since its last commit (relative → {"hand": …}).
+
+        ``hand`` marks a file that held a person's uncommitted edit when memvault first wrote
+        it: the edit is integrated (memvault worked from the working-tree text) and the commit
+        says so.
+        """
+        path = self._pending_file()
+        if not path.is_file():
+            return {}
+        return dict(json.loads(path.read_text(encoding="utf-8")).get("paths", {}))
+
+    def pending_paths(self) -> list[str]:
+        return sorted(self.pending())
+
+    def record(self, paths: list[Path | str]) -> None:
+        """Note files memvault is about to write or remove (before it does, so a kill loses nothing)."""
+        pending = self.pending()
+        added = False
+        for p in paths:
+            rel = self._rel(Path(p))
+            if rel in pending:
+                continue
+            pending[rel] = {"hand": self._differs_from_head(rel)}
+            added = True
+        if added:
+            atomic_write_text(self._pending_file(), json.dumps({"paths": pending}, indent=1, sort_keys=True) + "\n")
+
+    def _rel(self, path: Path) -> str:
+        full = path if path.is_absolute() else self.home / path
+        return full.parent.resolve().joinpath(full.name).relative_to(self.home.resolve()).as_posix()
+
+    def _differs_from_head(self, rel: str) -> bool:
+        """Whether the working-tree file holds something HEAD does not (a person's uncommitted edit)."""
+        path = self.home / rel
+        if not path.is_file():
+            return False
+        repo = self.repo
+        if not repo.head.is_valid():
+            return False
+        data = path.read_bytes()
+        blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        try:
+            return (repo.head.commit.tree / rel).hexsha != blob
+        except KeyError:
+            return True  # a file a person created that memvault now writes over
+
+    def commit(self, message: str) -> str | None:
+        """Commit exactly the paths memvault wrote or removed since its last commit, on the
+        vault's branch; None when they hold no change. A person's other files, staged or not,
+        stay as they are."""
+        self.check_writable()
+        pending = self.pending()
+        if not pending:
             return None
-        if not repo.head.is_valid() and not repo.index.entries:
-            return None
-        commit = repo.index.commit(message, author=AUTHOR, committer=AUTHOR)
-        return commit.hexsha
+        repo = self.repo
+        in_head: set[str] = set()
+        if repo.head.is_valid():
+            in_head = {rel for rel in pending if self._in_tree(repo, rel)}
+        on_disk = [rel for rel in pending if (self.home / rel).is_file()]
+        ignored = set(repo.ignored(*on_disk)) if on_disk else set()
+        present = [rel for rel in on_disk if rel not in ignored]
+        gone = [rel for rel in pending if rel not in present]
+        paths = sorted(set(present) | (set(gone) & in_head))
+        try:
+            if present:
+                repo.git.add("--", *present)
+            if gone:
+                repo.git.rm("--cached", "--quiet", "--ignore-unmatch", "--", *gone)
+            changed = bool(paths) and (repo.git.diff("--cached", "--name-only", "HEAD", "--", *paths).strip() != ""
+                                       if repo.head.is_valid() else bool(present))
+            if not changed:
+                self._pending_file().unlink(missing_ok=True)
+                return None
+            hand = sorted(rel for rel, v in pending.items() if v.get("hand") and rel in paths)
+            if hand:
+                message += ("\n\nIncludes uncommitted edits a person made before memvault wrote these files "
+                            "(memvault worked from the working-tree text): " + ", ".join(hand))
+            env = {"GIT_AUTHOR_NAME": AUTHOR.name, "GIT_AUTHOR_EMAIL": AUTHOR.email,
+                   "GIT_COMMITTER_NAME": AUTHOR.name, "GIT_COMMITTER_EMAIL": AUTHOR.email}
+            # --only: commit these paths alone, whatever else a person has staged.
+            repo.git.commit("--only", "--no-gpg-sign", "--quiet", "-m", message, "--", *paths, env=env)
+        except git.GitCommandError as exc:
+            if "index.lock" in str(exc):
+                self.check_writable()  # names the lock file and what to do
+            raise VaultStateError(f"git could not commit the vault at {self.home}: {exc.stderr.strip() or exc} — "
+                                  "memvault's changes are kept and committed by the next run") from None
+        self._pending_file().unlink(missing_ok=True)
+        return repo.head.commit.hexsha
+
+    @staticmethod
+    def _in_tree(repo: git.Repo, rel: str) -> bool:
+        try:
+            repo.head.commit.tree / rel
+            return True
+        except KeyError:
+            return False
 
     def dirty_paths(self) -> list[str]:
         repo = self.repo
@@ -90,6 +251,7 @@ class Vault:
             raise ValueError(f"refusing to write outside the memory home: {path}")
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             return False
+        self.record([path])
         atomic_write_text(path, text)
         return True
 
@@ -97,6 +259,7 @@ class Vault:
         """Delete a vault file (a symlink itself, never its target); only inside the home."""
         if not path.parent.resolve().is_relative_to(self.home.resolve()):
             raise ValueError(f"refusing to remove a file outside the memory home: {path}")
+        self.record([path])
         path.unlink(missing_ok=True)
 
     def find_article(self, name: str) -> Path | None:

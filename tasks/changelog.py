@@ -1,7 +1,8 @@
 """changelog: a digest of the run appended to Meta/Changelog.md, and one git commit.
 
-When the run changed nothing (no conversation ingested, no vault file touched) it writes
-no digest and makes no commit.
+When the run changed nothing (no conversation ingested, no vault file written) it writes
+no digest and makes no commit. The commit holds only the files memvault wrote
+(`Vault.commit`), never a person's other changes in the vault.
 """
 
 import logging
@@ -60,7 +61,7 @@ def run_changelog(ctx: StageContext, stage_seconds: dict[str, float], tokens: in
     Unit of work: the run; failpoint `changelog:commit` fires between the digest and the commit.
     """
     vault = ctx.vault
-    if not vault.dirty_paths() and not ctx.conversations_ingested:
+    if not vault.pending_paths() and not ctx.conversations_ingested:
         return ChangelogResult(committed=None, digest=False)
     path = vault.meta_dir / "Changelog.md"
     existing = vault.read(path) or HEADER

@@ -5,6 +5,10 @@ of removed sections (and of removed articles) are deleted. Each new node gets up
 `similar` edges from bounded candidates — the most recent nodes plus full-text neighbours —
 never a scan of every node. A failed embedding batch leaves its nodes `pending` (text
 stored, searchable by full text) for the next run to embed.
+
+An index that lost data (its folder deleted, restored from an older copy) heals: every
+conversation the ledger marks indexed must have its document in the index; those that do
+not have their marks cleared and are rebuilt in the same run (`conversations_recovered`).
 """
 
 import hashlib
@@ -212,6 +216,12 @@ def write_index(nodes: NodeIndex, embedder: Any, writes: list[dict[str, Any]], d
     return failed
 
 
+def missing_conversations(indexed: list[str], docs: dict[str, str]) -> list[str]:
+    """Conversations marked indexed in the ledger whose document the index does not hold
+    (every indexed conversation has at least its root node)."""
+    return [cid for cid in indexed if conv_ref(cid) not in docs]
+
+
 class IndexResult(StageResult):
     """What index did: documents looked at, nodes written, deleted and left pending."""
 
@@ -221,6 +231,7 @@ class IndexResult(StageResult):
     pending: int = 0  # nodes whose embedding failed: zero vectors, retried next run
     embedded: int = 0
     nodes_total: int = 0
+    conversations_recovered: int = 0  # marked indexed in the ledger but missing from the index
     accesses_folded: int = 0
 
 
@@ -244,9 +255,16 @@ def run_index(ctx: StageContext) -> IndexResult:
         writes += changed
         deletes += gone
         docs_seen += 1
-    for doc, kind in nodes.docs().items():
+    have = nodes.docs()
+    for doc, kind in have.items():
         if kind == "article" and doc not in articles:
             deletes += list(nodes.doc_hashes(doc))
+    # The ledger's marks are only true while the index holds what they claim: a conversation
+    # marked indexed but absent from the index (a deleted or older index) is indexed again.
+    lost = missing_conversations(ledger.indexed_conversation_ids(), have)
+    if lost:
+        ledger.clear_indexed(lost)
+        log.warning("the node index lacks %d conversation(s) the ledger marks indexed; rebuilding them", len(lost))
     # Conversations: only those changed since they were last indexed.
     todo = ledger.conversations_to_index()
     shorts = short_ids(ledger.conversation_ids())
@@ -269,7 +287,8 @@ def run_index(ctx: StageContext) -> IndexResult:
     if access["malformed"]:
         log.warning("access log: %d malformed line(s) skipped", access["malformed"])
     return IndexResult(documents=docs_seen, nodes_written=len(writes), nodes_deleted=len(deletes), pending=failed,
-                       embedded=len(writes) - failed, nodes_total=nodes.count(), accesses_folded=access["accesses"])
+                       embedded=len(writes) - failed, nodes_total=nodes.count(), conversations_recovered=len(lost),
+                       accesses_folded=access["accesses"])
 
 
 @task(name="index", retries=1, retry_delay_seconds=2, cache_policy=NONE)

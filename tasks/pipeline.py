@@ -27,3 +27,7 @@ def select_stages(only: Sequence[str] | None = None, start: str | None = None, u
     if lo > hi:
         raise UsageError(f"--from {start} comes after --until {until}")
     return list(STAGES[lo:hi + 1])
+
+
+# The stages that write the vault (and so commit): refused on a wrong branch or mid-merge.
+VAULT_STAGES = frozenset({"cluster", "synthesize", "wikify", "normalize", "changelog"})

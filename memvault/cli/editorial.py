@@ -103,7 +103,8 @@ def forget(
             cplan = core.plan_conversation(settings, conversation)
             where = ", ".join(f"{s} ({n})" for s, n in sorted(cplan.articles.items())) or "no article"
             question = (f"Forget conversation conv:{cplan.id[:12]} ({cplan.source}, {cplan.title or 'untitled'})? "
-                        f"Its messages, chunks and index nodes are deleted and its citations removed from: {where}.")
+                        f"Its messages, chunks and index nodes are deleted, and its citations and the prose only it "
+                        f"supports removed from: {where}.")
         if not yes and not typer.confirm(question, err=True):
             raise typer.Exit(1)
         with writer_lock(settings.state_dir, "memvault forget", settings.lock_timeout_s):
@@ -117,7 +118,11 @@ def forget(
                 data = result.__dict__
                 text = (f"forgot conv:{result.id[:12]}: {sum(result.ledger_rows.values())} ledger row(s), "
                         f"{result.nodes_deleted} index node(s), citations removed from {len(result.articles)} "
-                        f"article(s); commit {(result.commit or 'none')[:10]}")
+                        f"article(s), {result.sentences_removed} sentence(s) and {result.sections_removed} section(s) "
+                        f"it alone supported removed"
+                        + (f" (articles left empty and removed: {', '.join(result.articles_removed)})"
+                           if result.articles_removed else "")
+                        + f"; commit {(result.commit or 'none')[:10]}")
         if as_json:
             emit_json(data)
         else:

@@ -72,5 +72,7 @@ def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
                               + (f" — {nxt['note']}" if nxt.get("note") else ""), highlight=False)
             if data.get("note"):
                 console.print(data["note"])
+            for warning in data.get("warnings", []):
+                console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
 
         render(as_json, data, text)

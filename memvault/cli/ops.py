@@ -162,6 +162,32 @@ def backup(
 
 
 @app.command(rich_help_panel=PANEL)
+def restore(
+    ctx: typer.Context,
+    src: Annotated[Path, typer.Argument(metavar="SRC", help="A `memvault backup` folder or a ledger copy (*.bak).",
+                                        show_default=False)],
+    as_json: JsonFlag = False,
+) -> None:
+    """Put a copy of the ledger back (after damage): the current file is kept aside, never deleted.
+
+    Example: memvault restore /Volumes/Backup/memvault-2026-06-01
+    """
+    from memvault.ops.backup import restore_ledger
+
+    with reporting(as_json):
+        result = restore_ledger(settings_of(ctx), src)
+
+        def text() -> None:
+            console.print(f"restored the ledger of {result['home']} from {result['source']}: "
+                          f"{result['conversations']} conversations, {result['messages']} messages", highlight=False)
+            if result["kept_aside"]:
+                console.print(f"the previous ledger is kept at {result['kept_aside']}", highlight=False)
+            console.print(result["note"], highlight=False)
+
+        render(as_json, result, text)
+
+
+@app.command(rich_help_panel=PANEL)
 def reindex(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Rebuild the node index from the ledger and the vault into a new directory, then swap.
 

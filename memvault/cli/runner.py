@@ -24,12 +24,16 @@ def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | 
     from memvault.ops.home import require_home
     from memvault.prefect_env import apply_prefect_defaults
     from memvault.settings import load_settings
-    from tasks.pipeline import select_stages
+    from tasks.pipeline import VAULT_STAGES, select_stages
 
     apply_prefect_defaults(quiet=quiet)
     settings = load_settings(home)
     require_home(settings.home)
-    select_stages(only, from_stage, until_stage)  # misuse → UsageError before a server starts
+    stages = select_stages(only, from_stage, until_stage)  # misuse → UsageError before a server starts
+    if not dry_run and set(stages) & VAULT_STAGES:
+        from stores.vault import Vault
+
+        Vault(settings.home).check_writable()  # wrong branch, merge in progress: refused before Prefect starts
     since_at = parse_since(since)
     if not dry_run:
         wait_until_free(settings.state_dir, settings.lock_timeout_s)

@@ -7,10 +7,14 @@ name again.
 
 Forgetting a conversation deletes it and everything derived from it from the ledger (a
 tombstone keeps a later ingest from storing it again), deletes its nodes from the index, and
-removes its citations from every article: footnote definitions citing it go, their markers
-go, footnotes are renumbered, and each article is re-gated (the removed citation being the
-one intended loss) before the vault is committed once. The prose the footnotes supported
-stays; a person edits it, or forgets the article.
+removes its words and citations from every article: the sentences, list items and sections
+whose only support was that conversation go (`memvault.markdown.prune`; text also citing
+another conversation, and text with no citation, stays), footnote definitions citing it go,
+their markers go, footnotes are renumbered, and each article is re-gated (the removed
+citation and prose being the intended loss) before the vault is committed once. An article
+left with no prose is removed. Each Talk page records how much was removed, never the words;
+the old text stays in git history. The nodes of articles that lost prose are deleted from
+the index too (the next run indexes them again from the vault).
 
 Order, so that running the command again finishes an interrupted one: ledger, index, vault.
 The caller holds the writer lock for the `forget_*` functions; `plan_*` only read.
@@ -26,7 +30,8 @@ from memvault.markdown.gate import new_problems
 from memvault.markdown.names import article_title
 from memvault.markdown.talk import talk_note
 from memvault.errors import MemvaultError, NotFoundError, UsageError
-from memvault.markdown.footnotes import CONV_RE, renumber
+from memvault.markdown.footnotes import CONV_RE, REFERENCES, renumber
+from memvault.markdown.prune import prune
 from memvault.markdown.scan import Doc
 from memvault.settings import Settings
 from stores.vault import Vault
@@ -85,6 +90,7 @@ def forget_article(settings: Settings, name: str) -> ArticleForgotten:
 
     plan = plan_article(settings, name)
     vault = Vault(settings.home)
+    vault.check_writable()
     ledger = Ledger(settings.ledger_path)
     try:
         # A hand-written article has no bucket: one is recorded, forgotten, so the name stays taken.
@@ -145,6 +151,9 @@ class ConversationForgotten:
     nodes_deleted: int
     articles: dict[str, int]
     commit: str | None
+    sentences_removed: int = 0  # prose whose only support was the conversation
+    sections_removed: int = 0
+    articles_removed: list[str] = field(default_factory=list)  # left with no prose at all
 
 
 def conversation_key(ref: str) -> str:
@@ -214,6 +223,22 @@ def strip_citations(text: str, cid: str) -> tuple[str, int, list[str]]:
     return new, touched, log
 
 
+def forget_text(text: str, cid: str) -> tuple[str, int, list[str], int, int]:
+    """``text`` without the prose only ``cid`` supports and without its citations:
+    (new text, definitions touched, renumber log, sentences removed, sections removed)."""
+    pruned = prune(text, lambda cited: _cites(cited, cid))
+    new, n, log = strip_citations(pruned.text, cid)
+    return new, n, log, pruned.sentences, pruned.sections
+
+
+def has_prose(text: str) -> bool:
+    """Whether an article has any text block before its See also and References (beyond headings)."""
+    doc = Doc(text)
+    ends = {REFERENCES.casefold(), "see also"}
+    refs = next((h.start for h in doc.headings() if h.level == 2 and h.text.casefold() in ends), len(doc.lines))
+    return any(b.kind not in ("heading", "footnote_def", "hr", "html_block") for b in doc.blocks() if b.start < refs)
+
+
 def plan_conversation(settings: Settings, ref: str) -> ConversationPlan:
     """What `forget --conversation REF` would remove; reads the ledger read-only."""
     import duckdb
@@ -245,20 +270,22 @@ def forget_conversation(settings: Settings, ref: str) -> ConversationForgotten:
     from stores.ledger import Ledger
 
     vault = Vault(settings.home)
+    vault.check_writable()
     ledger = Ledger(settings.ledger_path)
     try:
         cid = resolve_conversation(ledger, ref)
         # Every article is rewritten and gated before anything changes: a refusal changes nothing.
-        rewrites: dict[str, tuple[Path, str, str, int, list[str]]] = {}
+        rewrites: dict[str, tuple[Path, str, str, int, list[str], int, int]] = {}
         refused: dict[str, list[str]] = {}
         for stem, (path, text) in vault.read_articles().items():
-            new, n, log = strip_citations(text, cid)
+            new, n, log, sentences, sections = forget_text(text, cid)
             if not n:
                 continue
-            problems = new_problems(new, text, allowed_removed=[cid])
-            if problems:
+            # Shrinking is the point here; every other rule of the gate holds.
+            problems = [p for p in new_problems(new, text, allowed_removed=[cid]) if not p.startswith("shrank:")]
+            if problems and has_prose(new):
                 refused[stem] = problems
-            rewrites[stem] = (path, text, new, n, log)
+            rewrites[stem] = (path, text, new, n, log, sentences, sections)
         if refused:
             detail = "; ".join(f"{s}: {', '.join(r)}" for s, r in sorted(refused.items()))
             raise MemvaultError(f"removing conv:{cid[:12]} would break article(s): {detail} — "
@@ -266,14 +293,30 @@ def forget_conversation(settings: Settings, ref: str) -> ConversationForgotten:
         rows = ledger.forget_conversation(cid)
     finally:
         ledger.close()
-    nodes_deleted = delete_index_docs(settings, [conv_ref(cid)], purge=True)
+    pruned = [stem for stem, r in rewrites.items() if r[5]]
+    # The conversation's nodes, and those of articles whose prose held its words.
+    nodes_deleted = delete_index_docs(settings, [conv_ref(cid), *pruned], purge=True)
     run_id = f"forget-conv-{cid[:12]}"
-    for stem, (path, text, new, n, log) in rewrites.items():
-        vault.write(path, new)
+    emptied: list[str] = []
+    for stem, (path, text, new, n, log, sentences, sections) in rewrites.items():
+        if has_prose(new):
+            vault.write(path, new)
+        else:
+            vault.remove(path)
+            emptied.append(stem)
         talk = vault.talk_path(stem)
         note = [f"removed {n} citation(s) of a forgotten conversation (conv:{cid[:12]})", *log]
+        if sentences:
+            note.append(f"removed {sentences} sentence(s)" + (f" and {sections} emptied section(s)" if sections else "")
+                        + " whose only support was that conversation (not quoted here; the previous text is in git "
+                          "history)" + ("; no prose was left, so the article was removed" if stem in emptied else ""))
         vault.write(talk, talk_note(vault.read(talk), article_title(stem, text), run_id, note, what="forget"))
-    commit = vault.commit(f"memvault forget conv:{cid[:12]}: citations removed from {len(rewrites)} article(s)"
-                          + ("\n\n" + "\n".join(f"updated: {s}" for s in sorted(rewrites)) if rewrites else ""))
+    total = sum(r[5] for r in rewrites.values())
+    commit = vault.commit(f"memvault forget conv:{cid[:12]}: citations removed from {len(rewrites)} article(s), "
+                          f"{total} sentence(s) it alone supported removed"
+                          + ("\n\n" + "\n".join(f"{'removed' if s in emptied else 'updated'}: {s}"
+                                                  for s in sorted(rewrites)) if rewrites else ""))
     return ConversationForgotten(id=cid, ledger_rows=rows, nodes_deleted=nodes_deleted,
-                                 articles={s: r[3] for s, r in rewrites.items()}, commit=commit)
+                                 articles={s: r[3] for s, r in rewrites.items()}, commit=commit,
+                                 sentences_removed=total, sections_removed=sum(r[6] for r in rewrites.values()),
+                                 articles_removed=sorted(emptied))

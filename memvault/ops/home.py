@@ -1,7 +1,9 @@
 """The memory home: creating it from vault_template/ and checking that it exists.
 
 ``init`` is idempotent: it adds only missing files, never overwrites one (a person may have
-edited it), and makes the initial commit only when it created the repository.
+edited it), and makes the initial commit (of the files it created, nothing else) only when
+the repository has no commit yet. It records the branch memvault commits to (`main` for a new
+repository, the current branch of an existing one).
 """
 
 import json
@@ -91,10 +93,25 @@ def init_home(home: Path) -> InitResult:
         (home / folder).mkdir(parents=True, exist_ok=True)
     vault = Vault(home)
     created_repo = vault.init_repo()
+    # The branch memvault commits to from now on: main for a new repository, else the current one.
+    vault.record_branch()
     if created_repo or vault.commit_count() == 0:
+        # The template files init wrote, and the vault pages of a folder being imported as a
+        # home (articles/, Talk/, Meta/ Markdown, README, settings); other files stay the person's.
+        vault.record(result.created + [rel for rel in result.kept if _vault_page(rel)] + _existing_pages(home))
         result.committed = vault.commit("memvault init: create the memory home")
     result.detected_sources = detect_sources()
     return result
+
+
+def _vault_page(rel: str) -> bool:
+    return rel in {"README.md", "memvault.toml", ".gitignore"} or (
+        rel.split("/")[0] in {"articles", "Talk", "Meta"} and rel.endswith(".md"))
+
+
+def _existing_pages(home: Path) -> list[str]:
+    return [f"{folder}/{p.name}" for folder in ("articles", "Talk", "Meta")
+            for p in sorted((home / folder).glob("*.md")) if p.is_file()]
 
 
 def require_home(home: Path) -> None:

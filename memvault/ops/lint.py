@@ -90,6 +90,7 @@ def fix_home(home: Path, max_words: int = DEFAULT_MAX_WORDS) -> FixReport:
     second time changes nothing and commits nothing.
     """
     vault = Vault(home)
+    vault.check_writable()
     report = FixReport(run_id="lint-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
     report.before = lint_home(home, max_words)
     before = _snapshot(home)

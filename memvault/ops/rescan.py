@@ -112,6 +112,9 @@ def rescan(settings: Settings) -> RescanReport:
     """
     from stores.ledger import Ledger
 
+    from stores.vault import Vault
+
+    Vault(settings.home).check_writable()
     patterns = settings.ingest.redact_patterns or None
     report = RescanReport()
     _rescan_vault(settings, patterns, report)

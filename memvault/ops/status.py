@@ -29,10 +29,12 @@ def gather_status(settings: Settings) -> dict[str, Any]:
             ledger = Ledger(settings.ledger_path, read_only=True)
         except duckdb.IOException:
             busy = busy or {"pid": "?"}
+    indexed: list[str] | None = None
     if ledger is not None:
         try:
             data.update(ledger.counts())
             data["last_run"] = ledger.last_run()
+            indexed = ledger.indexed_conversation_ids()
         finally:
             ledger.close()
     else:
@@ -46,8 +48,26 @@ def gather_status(settings: Settings) -> dict[str, Any]:
     if data["conversations"] is None:
         data.update({k: 0 for k in ("conversations", "messages", "chunks", "buckets")})
     data["nodes"] = _node_count(settings)
+    data["warnings"] = _index_agreement(settings, indexed) if indexed is not None else []
     data.update(_operations(settings, data))
     return data
+
+
+def _index_agreement(settings: Settings, indexed: list[str]) -> list[str]:
+    """A warning when the node index lacks conversations the ledger marks indexed."""
+    from memvault.embeddings import DIM, MODEL_NAME
+    from memvault.errors import IndexMismatchError
+    from stores.nodes import NodeIndex
+
+    try:
+        docs = NodeIndex(settings.index_uri, MODEL_NAME, DIM, create=False).docs()
+    except (IndexMismatchError, ValueError, OSError):
+        docs = {}
+    missing = [cid for cid in indexed if f"conv:{cid}" not in docs]
+    if not missing:
+        return []
+    return [f"the node index lacks {len(missing)} of the {len(indexed)} conversation(s) the ledger marks indexed "
+            "(recall cannot find them) — `memvault run` rebuilds them (or `memvault reindex` rebuilds the whole index)"]
 
 
 def _operations(settings: Settings, data: dict[str, Any]) -> dict[str, Any]:

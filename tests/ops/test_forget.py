@@ -3,6 +3,7 @@ conversation (ledger, index, citations; never re-ingested). Real DuckDB, LanceDB
 on a copy of the session's demo home."""
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -72,17 +73,31 @@ def test_forget_conversation_removes_citations_nodes_and_never_comes_back(demo_c
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["id"] == cid and data["articles"] and data["ledger_rows"]["messages"] > 0
+    assert data["sentences_removed"] > 0
     assert Vault(home).commit_count() == commits + 1
     for stem, before in articles.items():
         path = home / "articles" / f"{stem}.md"
-        if not path.exists():  # an article citing only this conversation keeps its prose
+        # Paragraphs closed by a footnote that cites only this conversation: their words go.
+        sole = {m.group(1) for m in re.finditer(r"^\[\^(\w+)\]: `conv:(\w+)`[^;\n]*$", before, re.M)
+                if cid.startswith(m.group(2))}
+        gone = [line.rsplit("[^", 1)[0] for line in before.splitlines()
+                if re.search(r"\[\^(\w+)\]$", line) and not line.startswith("[^")
+                and re.search(r"\[\^(\w+)\]$", line).group(1) in sole
+                and all(m in sole for m in re.findall(r"\[\^(\w+)\]", line))]
+        if not path.exists():  # no prose was left: the article went, recoverable from git
+            assert stem in data["articles_removed"]
             continue
         after = path.read_text()
         assert not any(cid.startswith(c) for c in citations(after))
         assert check_bijection(after) == []
-        assert gate(after, before, allowed_removed=[cid]) == [] or stem not in data["articles"]
+        assert all(g[:60] not in after for g in gone), stem
         if stem in data["articles"]:
-            assert "forgotten conversation" in (home / "Talk" / f"{stem}.md").read_text()
+            assert [r for r in gate(after, before, allowed_removed=[cid]) if not r.startswith("shrank:")] == []
+            talk = (home / "Talk" / f"{stem}.md").read_text()
+            assert "forgotten conversation" in talk
+            assert all(g[:60] not in talk for g in gone)  # recorded, never quoted
+            if gone:
+                assert "whose only support was that conversation" in talk
     assert _nodes(home).doc_hashes(f"conv:{cid}") == {}
     ledger = Ledger(settings.ledger_path)
     try:
@@ -136,6 +151,7 @@ def test_forget_conversation_prefixes_and_misuse(home: Path) -> None:
 
 def test_forget_article_asks_first_and_unknown_names_fail(home: Path) -> None:
     (home / "articles" / "Hand_Written.md").write_text("# Hand Written\n\nA person wrote this.\n")
+    Vault(home).record(["articles/Hand_Written.md"])
     Vault(home).commit("hand edit")
     assert cli("--home", str(home), "forget", "Nope", "--yes").exit_code == 1
     from typer.testing import CliRunner

@@ -89,5 +89,7 @@ def messy_home(home: Path) -> Path:
     (home / "articles" / "Agent_Platforms.md").write_text(
         "# Agent Platforms\n\nAgent platforms run tools for models, like [[archie]].[^1]\n\n"
         "## References\n\n[^1]: `conv:bbbbbbbb` (2026-05-02, codex) — Archie design overview\n")
-    Vault(home).commit("fixture articles")
+    vault = Vault(home)
+    vault.record([f"articles/{n}" for n in ("Archie_Project.md", "Messy_Links.md", "Agent_Platforms.md")])
+    vault.commit("fixture articles")
     return home

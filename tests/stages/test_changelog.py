@@ -43,7 +43,9 @@ def test_nothing_changed_means_no_digest_and_no_commit(home: Path) -> None:
 
 
 def test_rejections_and_hand_edits_are_recorded_in_one_commit(home: Path) -> None:
+    # A person's uncommitted article, which memvault then updates (as synthesize would).
     (home / "articles" / "Tides.md").write_text("# Tides\n\nA person wrote this.\n")
+    Vault(home).write(home / "articles" / "Tides.md", "# Tides\n\nA person wrote this. memvault added this.\n")
     ctx = _ctx(home, run_id="run-y", conversations_ingested=2, touched_articles={"Tides": "updated"},
                rejected={"Backups": ["shrank: 10 words is below 70% of the previous 40"]})
     out = run_changelog(ctx, {"ingest": 1.0, "synthesize": 2.5}, tokens=1234)
@@ -56,4 +58,5 @@ def test_rejections_and_hand_edits_are_recorded_in_one_commit(home: Path) -> Non
     head = git.Repo(home).head.commit
     assert head.message.startswith("memvault run run-y: 0 created, 1 updated, 1 rejected, 2 conversations")
     assert {"articles/Tides.md", "Meta/Changelog.md"} <= set(head.stats.files)
+    assert "Includes uncommitted edits a person made" in head.message and "articles/Tides.md" in head.message
     assert run_changelog(_ctx(home, run_id="run-z"), {}).committed is None
