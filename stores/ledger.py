@@ -184,7 +184,7 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin)
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' AND table_type = 'BASE TABLE' "
             "ORDER BY table_name").fetchall()]
         # hash() of the whole row makes DuckDB read every column, not just the row counts.
-        return {t: self.con.execute(f'SELECT count(*), bit_xor(hash(x)) FROM "{t}" AS x').fetchone()[0] for t in tables}
+        return {t: int(scalar(self.con, f'SELECT count(*), bit_xor(hash(x)) FROM "{t}" AS x')) for t in tables}
 
     # -- runs -------------------------------------------------------------------------------------
     def start_run(self, run_id: str, engine: str) -> None:

@@ -14,6 +14,7 @@ a stale `.git/index.lock`.
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import git
@@ -124,7 +125,7 @@ class Vault:
     def pending_paths(self) -> list[str]:
         return sorted(self.pending())
 
-    def record(self, paths: list[Path | str]) -> None:
+    def record(self, paths: Sequence[Path | str]) -> None:
         """Note files memvault is about to write or remove (before it does, so a kill loses nothing)."""
         pending = self.pending()
         added = False
