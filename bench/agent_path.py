@@ -190,7 +190,11 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=10, help="repetitions per figure (≥ 10 for the README)")
     ap.add_argument("--keep", type=Path, default=None, metavar="DIR", help="build synthetic homes once into DIR/<N>")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--build", nargs=2, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.build:
+        build_synthetic_home(int(args.build[0]), Path(args.build[1]))
+        return 0
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mv-agent-") as tmp:
         for name in [h.strip() for h in args.homes.split(",") if h.strip()]:
@@ -200,7 +204,11 @@ def main() -> int:
                 home = args.demo_home
             elif name.endswith("k") and name[:-1].isdigit():
                 n = int(name[:-1]) * 1000
-                home = build_synthetic_home(n, (args.keep or Path(tmp)) / str(n))
+                where = (args.keep or Path(tmp)) / str(n)
+                # Built in a child: a forked child's peak RSS counts the parent's pages until
+                # it execs, so a parent holding the 100k build would inflate every figure.
+                subprocess.run([sys.executable, __file__, "--build", str(n), str(where)], check=True, env=ENV, cwd=ROOT)
+                home = where / "home"
             else:
                 raise SystemExit(f"unknown home {name!r}: use demo or <N>k, e.g. 100k")
             results[name] = measure_home(home, args.reps)
