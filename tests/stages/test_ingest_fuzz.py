@@ -5,8 +5,8 @@ import signal
 from pathlib import Path
 
 from tasks.ingest import run_ingest
-from tests.ingest.conftest import cc_session
-from tests.ingest.fuzz_inputs import fuzz_case
+from tests.helpers import cc_session
+from tests.stages.fuzz_inputs import fuzz_case
 
 CASES = 40
 

@@ -13,7 +13,7 @@ import pytest
 
 import tasks.ingest as ingest_mod
 from tasks.ingest import run_ingest
-from tests.ingest.conftest import cc_session
+from tests.helpers import cc_session
 
 
 @pytest.fixture

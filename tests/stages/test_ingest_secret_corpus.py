@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from memvault.sources.base import ARG_SUMMARY_CHARS, RESULT_CHARS, TITLE_CHARS
-from tests.conftest import run_flow
+from tests.helpers import run_flow
 from tests.secret_corpus import FORMS, Form
 
 MARKER = "wombatquasar"  # ordinary text beside the secrets: proves the search sees stored text

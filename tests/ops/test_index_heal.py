@@ -27,7 +27,7 @@ def test_missing_conversations_are_those_marked_indexed_but_absent() -> None:
 
 
 def test_a_deleted_index_is_reported_and_rebuilt_whole(demo_copy: Path, prefect) -> None:
-    from tests.conftest import run_flow
+    from tests.helpers import run_flow
 
     home = demo_copy
     before = _status(home)

@@ -59,7 +59,7 @@ def test_a_damaged_ledger_is_explained_and_restored_from_the_last_backup(demo_co
 
 
 def test_a_run_on_a_damaged_ledger_fails_with_the_way_out(demo_copy: Path, prefect) -> None:
-    from tests.conftest import run_flow
+    from tests.helpers import run_flow
 
     settings = load_settings(demo_copy)
     shutil.copy2(settings.ledger_path, settings.ledger_path.with_name("ledger.duckdb.pre-v3.bak"))
