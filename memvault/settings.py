@@ -21,7 +21,6 @@ from pydantic_settings import (
 )
 
 EngineName = Literal["auto", "mlx", "openai", "none"]
-INDEX_POINTER = "nodes.current"  # names the live node index after a `memvault reindex`
 
 
 class SourceSettings(BaseModel):
@@ -212,16 +211,6 @@ class Settings(BaseSettings):
     @property
     def ledger_path(self) -> Path:
         return self.state_dir / "ledger.duckdb"
-
-    @property
-    def index_uri(self) -> str:
-        # `memvault reindex` builds a new index beside the old one, then atomically rewrites
-        # this pointer (relative to .memvault/, or a full URI), so readers never see a half index.
-        pointer = self.state_dir / INDEX_POINTER
-        current = pointer.read_text(encoding="utf-8").strip() if pointer.is_file() else ""
-        if current:
-            return current if "://" in current else str(self.state_dir / current)
-        return self.index.uri or str(self.state_dir / "nodes.lance")
 
     @property
     def runs_dir(self) -> Path:

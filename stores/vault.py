@@ -25,7 +25,7 @@ class Vault:
 
     # -- git --------------------------------------------------------------------------------
     @property
-    def repo(self) -> git.Repo:
+    def _repo(self) -> git.Repo:
         return git.Repo(self.home)
 
     def init_repo(self) -> bool:
@@ -37,7 +37,7 @@ class Vault:
 
     def commit(self, message: str) -> str | None:
         """Stage every vault change and commit it; None when nothing changed."""
-        repo = self.repo
+        repo = self._repo
         repo.git.add(A=True)
         if repo.head.is_valid() and not repo.index.diff("HEAD"):
             return None
@@ -47,14 +47,27 @@ class Vault:
         return commit.hexsha
 
     def dirty_paths(self) -> list[str]:
-        repo = self.repo
-        changed = {d.a_path for d in repo.index.diff(None)} | set(repo.untracked_files)
+        repo = self._repo
+        changed = {d.a_path for d in repo.index.diff(None) if d.a_path} | set(repo.untracked_files)
         if repo.head.is_valid():
-            changed |= {d.a_path for d in repo.index.diff("HEAD")}
+            changed |= {d.a_path for d in repo.index.diff("HEAD") if d.a_path}
         return sorted(changed)
 
+    def untracked_paths(self) -> set[str]:
+        """Files git does not know yet (relative to the home, `/`-separated)."""
+        return set(self._repo.untracked_files)
+
+    def edited_by_hand(self, rel: str) -> bool:
+        """Whether the last commit touching ``rel`` was made by someone other than memvault
+        (False when it was never committed)."""
+        repo = self._repo
+        if not repo.head.is_valid():
+            return False
+        last = next(repo.iter_commits(paths=rel, max_count=1), None)
+        return last is not None and last.author.email != AUTHOR.email
+
     def commit_count(self) -> int:
-        repo = self.repo
+        repo = self._repo
         return int(repo.git.rev_list("--count", "HEAD")) if repo.head.is_valid() else 0
 
     # -- articles ---------------------------------------------------------------------------

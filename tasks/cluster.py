@@ -15,7 +15,6 @@ Meta/Buckets.md are journaled in the same transaction and written right after, s
 any point resumes to the same buckets. Failpoint `cluster:<n>` fires after the n-th batch.
 """
 
-import re
 from typing import Any
 
 import numpy as np
@@ -25,31 +24,9 @@ from prefect.cache_policies import NONE
 from memvault.engines import structured
 from memvault.failpoints import failpoint
 from memvault.prompts import Prompt, load_prompt
-from tasks.cluster_model import ClusterReply, decide, key, show_buckets, show_chunks
+from stores.meta import BucketsPage, bucket_key
+from tasks.cluster_model import ClusterReply, decide, show_buckets, show_chunks
 from tasks.text import keywords, surface_form
-
-_HEADING = re.compile(r"^##\s+(.+?)\s*$")
-
-
-def parse_buckets(text: str) -> dict[str, str]:
-    """`## Name` headings with the paragraph under each → {name: description}."""
-    out: dict[str, str] = {}
-    current: str | None = None
-    for line in text.splitlines():
-        m = _HEADING.match(line)
-        if m:
-            current = m.group(1)
-            out[current] = ""
-        elif current is not None and line.strip() and not line.startswith("#"):
-            out[current] = (out[current] + " " + line.strip()).strip()
-    return out
-
-
-def append_buckets(text: str, new: dict[str, str]) -> str:
-    body = text.rstrip("\n")
-    for name, description in new.items():
-        body += f"\n\n## {name}\n\n{description}"
-    return body + "\n"
 
 
 def agglomerate(vectors: np.ndarray, threshold: float) -> list[list[int]]:
@@ -89,10 +66,10 @@ class _Run:
 
     def __init__(self, ctx: Any, log: Any) -> None:
         self.ctx, self.log, self.ledger = ctx, log, ctx.ledger
-        known = {b["name"]: b for b in self.ledger.buckets()}
-        self.centroids = {n: np.array(b["centroid"], dtype=np.float32) for n, b in known.items() if b["centroid"]}
-        self.sizes = {n: b["size"] for n, b in known.items()}
-        self.descriptions = {n: b["description"] for n, b in known.items()}
+        known = {b.name: b for b in self.ledger.buckets()}
+        self.centroids = {n: np.array(b.centroid, dtype=np.float32) for n, b in known.items() if b.centroid}
+        self.sizes = {n: b.size for n, b in known.items()}
+        self.descriptions = {n: b.description for n, b in known.items()}
         self.batches = 0
         self.created: dict[str, str] = {}
 
@@ -136,14 +113,9 @@ def flush_bucket_pages(ctx: Any) -> int:
     pending = ctx.ledger.pending_bucket_pages()
     if not pending:
         return 0
-    path = ctx.vault.meta_dir / "Buckets.md"
-    text = ctx.vault.read(path) or "# Buckets\n"
-    have = {key(n) for n in parse_buckets(text)}
-    new = {n: d for n, d in pending.items() if key(n) not in have}
-    if new:
-        ctx.vault.write(path, append_buckets(text, new))
+    added = BucketsPage(ctx.vault).add(pending)
     ctx.ledger.clear_pending_bucket_pages()
-    return len(new)
+    return added
 
 
 def centroid_path(run: _Run, pending: list[tuple[str, np.ndarray]]) -> tuple[int, int, str | None]:
@@ -166,8 +138,8 @@ def centroid_path(run: _Run, pending: list[tuple[str, np.ndarray]]) -> tuple[int
         return len(pending) - len(leftovers), len(leftovers), None
     vecs = np.stack([v for _, v in leftovers])
     infos = [ledger.chunk(cid) for cid, _ in leftovers]
-    texts = [c["text"] for c in infos]
-    background = texts + [ledger.chunk(c)["text"] for c in ledger.assigned_chunk_ids(200)]
+    texts = [c.text for c in infos]
+    background = texts + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
     taken = {n.casefold() for n in run.centroids} | {n.casefold() for n in run.descriptions} | \
         {p.stem.replace("_", " ").casefold() for p in ctx.vault.list_articles()} | ledger.taken_bucket_names()
     grouped: set[int] = set()
@@ -177,7 +149,7 @@ def centroid_path(run: _Run, pending: list[tuple[str, np.ndarray]]) -> tuple[int
             if len(group) < settings.min_support:
                 continue
             group_texts = [texts[i] for i in group]
-            titles = [infos[i]["conversation_title"] or "" for i in group]
+            titles = [infos[i].conversation_title or "" for i in group]
             name = name_group(group_texts, background, taken, titles)
             taken.add(name.casefold())
             terms = keywords(group_texts, background, n=5, titles=titles)
@@ -205,7 +177,7 @@ def model_path(run: _Run, pending: list[tuple[str, np.ndarray]], prompt: Prompt)
     vectors = dict(pending)
     asked = ledger.unit_results("cluster")
     waiting = {c for rows in ledger.bucket_proposals().values() for c, _ in rows}
-    fresh = [c for c, _ in pending if c not in waiting and asked.get(c, {}).get("prompt_hash") != prompt.hash]
+    fresh = [c for c, _ in pending if c not in waiting and (c not in asked or asked[c].prompt_hash != prompt.hash)]
     # Asked before under this very prompt: its answer stands, so no new call (cache key hit).
     fallback = [(c, v) for c, v in pending if c not in waiting and c not in set(fresh)]
     out: dict[str, Any] = {"model": 0, "proposed": 0, "fallbacks": []}
@@ -216,12 +188,12 @@ def model_path(run: _Run, pending: list[tuple[str, np.ndarray]], prompt: Prompt)
             break
         batch = fresh[start:start + settings.batch_size]
         chunks = [ledger.chunk(c) for c in batch]
-        known = {b["name"]: b["description"] for b in ledger.buckets()}
+        known = {b.name: b.description for b in ledger.buckets()}
         text = prompt.render(buckets=show_buckets(known), chunks=show_chunks(chunks, settings.chunk_prompt_chars))
         reply = structured(ctx.engine, prompt.system, text, ClusterReply, settings.max_output_tokens,
                            cache_prefix=prompt.system)
         ctx.charge("cluster", reply.completions)
-        decisions = decide(reply.value, len(batch), {key(n): n for n in known}) if reply.value else \
+        decisions = decide(reply.value, len(batch), {bucket_key(n): n for n in known}) if reply.value else \
             [None] * len(batch)
         with ledger.transaction():
             for chunk_id, decision in zip(batch, decisions):
@@ -258,7 +230,7 @@ def adopt_proposals(run: _Run, vectors: dict[str, np.ndarray]) -> None:
         if name.casefold() in forgotten:
             run.ledger.drop_bucket_proposal(name)
             continue
-        grouped.setdefault(key(name), []).extend((name, c, d) for c, d in rows)
+        grouped.setdefault(bucket_key(name), []).extend((name, c, d) for c, d in rows)
     for rows in grouped.values():
         members = [(c, vectors[c]) for _, c, _ in rows if c in vectors]
         if len({c for c, _ in members}) < run.ctx.settings.cluster.min_support:
@@ -276,20 +248,15 @@ def adopt_proposals(run: _Run, vectors: dict[str, np.ndarray]) -> None:
 def run_cluster(ctx: Any, log: Any = None) -> dict[str, Any]:
     ledger = ctx.ledger
     flush_bucket_pages(ctx)  # finish an interrupted run's Buckets.md write first
-    buckets_md = ctx.vault.read(ctx.vault.meta_dir / "Buckets.md") or "# Buckets\n"
     # Forgotten buckets count as known: one a person re-adds to Buckets.md is not re-embedded.
-    known = {b["name"] for b in ledger.buckets(include_forgotten=True)}
+    known = {b.name for b in ledger.buckets(include_forgotten=True)}
     # Buckets written into Meta/Buckets.md by hand get a centroid from their own words.
-    hand = {n: d for n, d in parse_buckets(buckets_md).items() if n not in known}
+    hand = {n: d for n, d in BucketsPage(ctx.vault).read().items() if n not in known}
     if hand:
         vecs = ctx.embedder.embed([f"{n}. {d}" for n, d in hand.items()])
         for (name, desc), vec in zip(hand.items(), vecs):
             ledger.upsert_bucket(name, desc, vec.astype(float).tolist(), 0)
-    pending = [(cid, np.array(v, dtype=np.float32)) for cid, v in ledger.unassigned_chunks()]
-    if ctx.since is not None:
-        recent = ledger.conversations_updated_since(ctx.since)
-        owners = ledger.chunk_conversation_ids([c for c, _ in pending])
-        pending = [(c, v) for c, v in pending if owners.get(c) in recent]
+    pending = [(cid, np.array(v, dtype=np.float32)) for cid, v in ledger.unassigned_chunks(since=ctx.since)]
     run = _Run(ctx, log)
     out: dict[str, Any] = {"chunks": len(pending)}
     use_model = ctx.engine is not None and ctx.engine.name != "none"

@@ -53,7 +53,7 @@ class StageContext:
     @property
     def nodes(self) -> NodeIndex:
         if self._nodes is None:
-            self._nodes = NodeIndex(self.settings.index_uri, self.embedder.name, self.embedder.dim)
+            self._nodes = NodeIndex.open_or_create(self.settings)
         return self._nodes
 
 

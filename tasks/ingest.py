@@ -25,6 +25,7 @@ from memvault.failpoints import failpoint
 from memvault.models import Conversation, LineError
 from memvault.settings import Settings
 from stores.ledger import Ledger
+from stores.rows import Watermark
 
 JSONL_KINDS = {"claude-code", "codex", "pi"}
 SUFFIXES = {".jsonl", ".json"}
@@ -223,7 +224,7 @@ class _FileRun:
 
 
 def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, result: IngestResult,
-                batches: _Batches, mark: dict[str, Any] | None, progress: Any = None,
+                batches: _Batches, mark: Watermark | None, progress: Any = None,
                 slice_bytes: int = SLICE_BYTES, key: str | None = None) -> "_FileRun | None":
     """Parse one file into ``batches``; bad input is recorded in ``result``, never raised.
 
@@ -239,16 +240,17 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
         result.errors.append(LineError(file=str(path), error=f"{path} is a directory, not a transcript file — skipped"))
         return None
     key = key or str(path.resolve())
-    if mark and mark["size"] == st.st_size and mark["mtime"] == st.st_mtime:
+    if mark and mark.size == st.st_size and mark.mtime == st.st_mtime:
         return None
-    kind = mark["kind"] if mark else (kind_hint if kind_hint != "auto" else detect_format(path))
+    kind = mark.kind if mark else (kind_hint if kind_hint != "auto" else detect_format(path))
     if kind is None:
         result.errors.append(LineError(file=str(path), error="not a transcript memvault recognizes (claude-code, codex, pi, chatgpt or claude-ai) — skipped"))
         return None
     offset, state = 0, None
-    if mark and kind in JSONL_KINDS and st.st_size >= mark["byte_offset"] > 0 \
-            and prefix_hash(path, mark["byte_offset"]) == mark["prefix_hash"]:
-        offset, state = mark["byte_offset"], (ledger.watermark(key) or {}).get("state")
+    if mark and kind in JSONL_KINDS and st.st_size >= mark.byte_offset > 0 \
+            and prefix_hash(path, mark.byte_offset) == mark.prefix_hash:
+        stored = ledger.watermark(key)  # the bulk lookup left the parser state out
+        offset, state = mark.byte_offset, stored.state if stored else None
     run = _FileRun(settings, result, set((state or {}).get(OWN_KEY, [])))
     result.files_changed += 1
     jsonl = kind in JSONL_KINDS
@@ -352,7 +354,7 @@ def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]]
 
 
 def _ingest_one(ledger: Ledger, settings: Settings, result: IngestResult, batches: _Batches,
-                marks: dict[str, dict[str, Any]], kind: str, path: Path, size: int, progress: Any,
+                marks: dict[str, Watermark], kind: str, path: Path, size: int, progress: Any,
                 slice_bytes: int, folders: dict[Path, Path]) -> None:
     """One file of ``run_ingest``: its problems become errors, never exceptions."""
     result.files_seen += 1

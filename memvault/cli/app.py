@@ -47,12 +47,10 @@ def init(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     Example: memvault --home ~/memvault init
     """
     from memvault.ops.home import init_home
-    from memvault.lock import writer_lock
 
     with reporting(as_json):
         settings = _settings(ctx)
-        with writer_lock(settings.state_dir, "memvault init", settings.lock_timeout_s):
-            result = init_home(settings.home)
+        result = init_home(settings.home, settings.lock_timeout_s)
         data = {"home": str(result.home), "created": result.created, "kept": result.kept,
                 "committed": result.committed,
                 "detected_sources": [{"kind": k, "path": p} for k, p in result.detected_sources]}

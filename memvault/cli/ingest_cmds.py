@@ -34,7 +34,6 @@ def redact(
     """
     from memvault.errors import UsageError
     from memvault.ops.home import require_home
-    from memvault.lock import writer_lock
     from memvault.ops.rescan import rescan as run_rescan
     from memvault.settings import load_settings
 
@@ -44,8 +43,7 @@ def redact(
                              "(built-in plus [ingest] redact_patterns) to everything already stored")
         settings = load_settings(ctx.obj.get("home"))
         require_home(settings.home)
-        with writer_lock(settings.state_dir, "memvault redact --rescan", settings.lock_timeout_s):
-            report = run_rescan(settings)
+        report = run_rescan(settings)
         data = report.model_dump(mode="json")
         render(as_json, data, lambda: _print_rescan(data))
 

@@ -181,26 +181,16 @@ def reindex(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from memvault.embeddings import Embedder
     from memvault.ops.home import require_home
-    from memvault.lock import writer_lock
-    from stores.ledger import Ledger
-    from stores.vault import Vault
     from memvault.ops.reindex import rebuild_index
 
     with reporting(as_json):
         settings = _settings(ctx)
         require_home(settings.home)
-        with writer_lock(settings.state_dir, "memvault reindex", settings.lock_timeout_s), \
-                Progress(TextColumn("embedding nodes"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                         console=console, disable=as_json, transient=True) as bar:
+        with Progress(TextColumn("embedding nodes"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=console, disable=as_json, transient=True) as bar:
             task = bar.add_task("reindex", total=None)
-            ledger = Ledger(settings.ledger_path)
-            try:
-                result = rebuild_index(settings, ledger, Vault(settings.home), Embedder(settings.embeddings.batch_size),
-                                       progress=lambda done, total: bar.update(task, completed=done, total=total))
-            finally:
-                ledger.close()
+            result = rebuild_index(settings, progress=lambda done, total: bar.update(task, completed=done, total=total))
         render(as_json, result, lambda: console.print(
             f"reindexed {result['nodes']} nodes ({result['edges']} similar edges, model {result['model']}); "
             f"live index now {result['new_index']} (was {result['old_index']})", highlight=False))

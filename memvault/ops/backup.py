@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import UsageError
+from memvault.lock import LOCK_NAME
 from memvault.ops.home import require_home
-from memvault.lock import LOCK_NAME, writer_lock
+from memvault.ops.session import writing
 from memvault.settings import Settings
+from stores.location import index_uri, inside_home
 
 
 def check_destination(home: Path, dest: Path) -> Path:
@@ -32,17 +34,10 @@ def check_destination(home: Path, dest: Path) -> Path:
 
 def backup_home(settings: Settings, dest: Path) -> dict[str, Any]:
     """Copy the home to ``dest`` under the writer lock; returns what was copied."""
-    from stores.ledger import Ledger
-
     require_home(settings.home)
     dest = check_destination(settings.home, dest)
-    with writer_lock(settings.state_dir, f"memvault backup {dest}", settings.lock_timeout_s):
-        if settings.ledger_path.exists():
-            ledger = Ledger(settings.ledger_path)
-            try:
-                ledger.checkpoint()
-            finally:
-                ledger.close()
+    with writing(settings, f"memvault backup {dest}") as session:
+        session.checkpoint_ledger()  # the file alone now holds every committed row
         partial = dest.with_name(f".{dest.name}.partial-{os.getpid()}")
         if partial.exists():
             shutil.rmtree(partial)
@@ -53,8 +48,8 @@ def backup_home(settings: Settings, dest: Path) -> dict[str, Any]:
             dest.rmdir()  # checked empty above
         partial.rename(dest)
     files = [p for p in dest.rglob("*") if p.is_file()]
-    uri = settings.index_uri
-    inside = "://" not in uri and settings.home.resolve() in Path(uri).resolve().parents
+    uri = index_uri(settings)
+    inside = inside_home(settings, uri)
     return {"home": str(settings.home), "dest": str(dest), "files": len(files),
             "bytes": sum(p.stat().st_size for p in files),
             "index_copied": inside,
