@@ -70,6 +70,7 @@ def build_synthetic_home(n: int, where: Path) -> Path:
     from memvault.embeddings import DIM, MODEL_NAME
     from memvault.ops.home import init_home
     from memvault.settings import load_settings
+    from stores.location import index_uri
     from stores.nodes import NodeIndex
 
     home = where / "home"
@@ -78,7 +79,7 @@ def build_synthetic_home(n: int, where: Path) -> Path:
     shutil.rmtree(where, ignore_errors=True)
     init_home(home)
     settings = load_settings(home)
-    nodes = NodeIndex(settings.index_uri, MODEL_NAME, DIM)
+    nodes = NodeIndex(index_uri(settings), MODEL_NAME, DIM)
     n_docs = max(1, n // NODES_PER_DOC)
     corpus = Corpus(n_clusters=max(32, int(np.sqrt(n_docs) * 4)))
     from datetime import datetime

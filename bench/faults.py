@@ -77,6 +77,7 @@ def end_state(home: Path) -> dict[str, Any]:
     from memvault.embeddings import DIM, MODEL_NAME
     from memvault.settings import load_settings
     from stores.ledger import Ledger
+    from stores.location import index_uri
     from stores.nodes import NodeIndex
 
     settings = load_settings(home)
@@ -87,7 +88,7 @@ def end_state(home: Path) -> dict[str, Any]:
         intents = len(ledger.intents())
     finally:
         ledger.close()
-    nodes = NodeIndex(settings.index_uri, MODEL_NAME, DIM, create=False)
+    nodes = NodeIndex(index_uri(settings), MODEL_NAME, DIM, create=False)
     status = subprocess.run(["git", "-C", str(home), "status", "--porcelain"], capture_output=True, text=True).stdout
     return {
         "articles": {p.name: p.read_text(encoding="utf-8") for p in sorted((home / "articles").glob("*.md"))},

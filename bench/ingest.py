@@ -112,12 +112,11 @@ from memvault.settings import load_settings
 from stores.ledger import Ledger
 from tasks.ingest import run_ingest
 settings = load_settings(Path(sys.argv[1]))
-ledger = Ledger(settings.ledger_path)
-t0 = time.perf_counter()
-cpu0 = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
-r = run_ingest(ledger, settings, [("claude-code", Path(sys.argv[2]))])
-seconds = time.perf_counter() - t0
-ledger.close()
+with Ledger.open(settings) as ledger:
+    t0 = time.perf_counter()
+    cpu0 = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+    r = run_ingest(ledger, settings, [("claude-code", Path(sys.argv[2]))])
+    seconds = time.perf_counter() - t0
 print(json.dumps({"seconds": seconds, "bytes_read": r.bytes_read, "messages_new": r.messages_new,
                   "files_seen": r.files_seen, "errors": len(r.errors),
                   "cpu_seconds": sum(resource.getrusage(resource.RUSAGE_SELF)[:2]) - cpu0,

@@ -10,7 +10,7 @@ real ``NodeIndex`` (``upsert``, ``ensure_indexes``, which adds the ANN index pas
 - ``p50_ms``/``p95_ms``: ``MemoryService.recall`` (vector ∪ full-text candidates, scoring,
   propagation, budgets, block) with a stub embedder that returns a prepared query vector,
   so query embedding is excluded;
-- ``overlap``: top-10 of ``NodeIndex.vector_search`` (ANN when built) against exact cosine
+- ``overlap``: top-10 of the vector half of ``NodeIndex.recall_search`` (ANN when built) against exact cosine
   top-10 computed in numpy;
 - ``write_ms_per_node``: one incremental index-stage write of a fixed batch of new nodes
   (``tasks.index.write_index``: upsert, bounded `similar` edges, index upkeep), per node;
@@ -154,6 +154,7 @@ def synthetic_edges(rows: list[dict[str, Any]], clusters: np.ndarray, rng: np.ra
 def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[str, Any]:
     from memvault.ops.memory import MemoryService
     from memvault.settings import load_settings
+    from stores.location import index_uri
     from stores.nodes import NodeIndex
     from tasks.index import write_index
 
@@ -168,8 +169,8 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
         kept = keep / str(n) if keep else None
         reuse = kept is not None and (kept / "nodes.lance").exists()
         if reuse:
-            shutil.copytree(kept / "nodes.lance", settings.index_uri)
-        nodes = NodeIndex(settings.index_uri, MODEL, DIM)
+            shutil.copytree(kept / "nodes.lance", index_uri(settings))
+        nodes = NodeIndex.open_or_create(settings)
         matrix = np.zeros((n_docs * NODES_PER_DOC, DIM), dtype=np.float32)
         ids: list[str] = []
         all_clusters = []
@@ -193,7 +194,7 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
             if reuse:
                 build_s = json.loads((kept / "build.json").read_text())["build_s"]
             else:
-                shutil.copytree(settings.index_uri, kept / "nodes.lance")
+                shutil.copytree(index_uri(settings), kept / "nodes.lance")
                 (kept / "build.json").write_text(json.dumps({"build_s": round(build_s, 1)}))
         print(f"  {n}: indexes {built} after {build_s:.0f} s", file=sys.stderr, flush=True)
 
@@ -217,7 +218,8 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
         for v in qvecs[: min(100, queries)]:
             exact = set(np.argpartition(-(matrix @ v), 10)[:10])
             exact_ids = {ids[i] for i in exact}
-            got = {r["id"] for r in nodes.vector_search(v, 10, nprobes=ix.ann_nprobes, refine_factor=ix.ann_refine_factor)}
+            vector_hits, _ = nodes.recall_search(v, "", 10, nprobes=ix.ann_nprobes, refine_factor=ix.ann_refine_factor)
+            got = {r["id"] for r in vector_hits}
             overlap.append(len(got & exact_ids) / 10)
 
         service = MemoryService(settings, stub)  # type: ignore[arg-type]

@@ -247,7 +247,7 @@ def sweep_report(sweep: tuple[str, list[float]], per_conversation: dict[str, dic
 def index_conversation(sample: dict[str, Any], embedder: CachedEmbedder, settings: Settings) -> NodeIndex:
     """Each session is one dated conversation, indexed by the real index stage code, in order
     (one write per session, as successive nightly runs would)."""
-    nodes = NodeIndex(settings.index_uri, embedder.name, embedder.dim)
+    nodes = NodeIndex.open_or_create(settings)
     name = str(sample.get("sample_id", "conv"))
     for n, date, raw, turns in sessions(sample["conversation"]):
         msgs = [(str(t["dia_id"]), str(t.get("speaker") or "?"), turn_text(t), date) for t in turns]
@@ -301,8 +301,11 @@ def run_conversation(sample: dict[str, Any], embedder: CachedEmbedder, tallies: 
                     k_scored, k_rows = service._scored(question, k)
                     tallies.setdefault(f"full-top_k_{k}", Tally()).add(turn_ranking([k_rows[s.id] for s in k_scored]), gold)
             qv = embedder.embed_one(question)
-            tallies["vector"].add(turn_ranking(service.nodes.vector_search(qv, RAW_K, where="kind = 'message'")), gold)
-            tallies["fulltext"].add(turn_ranking(service.nodes.fts_search(question, RAW_K * 3)), gold)
+            # Each half of recall's own search alone, long enough to hold RAW_K turns once the
+            # other node kinds are dropped.
+            vector_hits, text_hits = service.nodes.recall_search(qv, question, RAW_K * 3)
+            tallies["vector"].add(turn_ranking(vector_hits), gold)
+            tallies["fulltext"].add(turn_ranking(text_hits), gold)
             lex = bm25.scores(question)
             lex_rank = [int(i) for i in np.argsort(-lex, kind="stable") if lex[i] > 0]
             vec_rank = [int(i) for i in np.argsort(-(raw_vecs @ qv), kind="stable")]

@@ -6,7 +6,6 @@ a Markdown artifact (key "memvault-maintenance-report") and a progress artifact 
 """
 
 import time
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -16,11 +15,9 @@ from prefect.cache_policies import NONE
 from pydantic import BaseModel, Field, field_validator
 
 from memvault.ops import maintenance as ops
-from memvault.embeddings import DIM, MODEL_NAME
 from memvault.ops.home import require_home
-from memvault.lock import writer_lock
+from memvault.ops.session import Session, writing
 from memvault.settings import Settings, load_settings
-from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 
 STEPS = ("merge", "edges", "tiers", "compact", "retire", "checkpoint")
@@ -73,23 +70,18 @@ def compact_task(nodes: NodeIndex, margin_hours: float) -> dict[str, Any]:
 
 
 @task(name="retire-indexes", cache_policy=NONE)
-def retire_task(settings: Settings, margin_hours: float) -> dict[str, Any]:
-    out = ops.retire_old_indexes(settings, margin_hours)
+def retire_task(session: Session, margin_hours: float) -> dict[str, Any]:
+    out = ops.retire_old_indexes(session, margin_hours)
     get_run_logger().info("retired index directories: %s", ", ".join(out["retired_indexes"]) or "none")
     return out
 
 
 @task(name="checkpoint-ledger", cache_policy=NONE)
-def checkpoint_task(settings: Settings) -> dict[str, Any]:
-    if not settings.ledger_path.exists():
-        return {"checkpointed": False}
-    ledger = Ledger(settings.ledger_path)
-    try:
-        ledger.checkpoint()
-    finally:
-        ledger.close()
-    get_run_logger().info("ledger checkpointed")
-    return {"checkpointed": True}
+def checkpoint_task(session: Session) -> dict[str, Any]:
+    out = ops.checkpoint_ledger(session)
+    if out["checkpointed"]:
+        get_run_logger().info("ledger checkpointed")
+    return out
 
 
 def report_markdown(report: dict[str, Any]) -> str:
@@ -110,11 +102,9 @@ def maintenance(options: MaintenanceOptions = MaintenanceOptions()) -> dict[str,
     progress: UUID = create_progress_artifact(0.0, key="memvault-maintenance-progress",  # type: ignore[assignment]
                                               description="maintenance steps done")  # sync call: a UUID
     report: dict[str, Any] = {"home": str(settings.home), "steps": {}}
-    with writer_lock(settings.state_dir, "memvault maintenance", settings.lock_timeout_s):
+    with writing(settings, "memvault maintenance") as session:
         # A home whose first run has not built the index yet has nothing to maintain there.
-        has_index = "://" in settings.index_uri or Path(settings.index_uri).is_dir()
-        nodes = NodeIndex(settings.index_uri, MODEL_NAME, DIM, create=False) if has_index and \
-            any(s in steps for s in INDEX_STEPS) else None
+        nodes = session.nodes() if any(s in steps for s in INDEX_STEPS) else None
         for done, name in enumerate(steps, start=1):
             t0 = time.perf_counter()
             if name in INDEX_STEPS and nodes is None:
@@ -128,9 +118,9 @@ def maintenance(options: MaintenanceOptions = MaintenanceOptions()) -> dict[str,
             elif nodes is not None and name == "compact":
                 out = compact_task(nodes, margin)
             elif name == "retire":
-                out = retire_task(settings, margin)
+                out = retire_task(session, margin)
             else:
-                out = checkpoint_task(settings)
+                out = checkpoint_task(session)
             report["steps"][name] = {**out, "seconds": round(time.perf_counter() - t0, 3)}
             update_progress_artifact(progress, 100.0 * done / len(steps), description=f"{name} done")
     create_markdown_artifact(report_markdown(report), key="memvault-maintenance-report",

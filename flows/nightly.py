@@ -1,7 +1,8 @@
 """The nightly flow: ingest → chunk → cluster → synthesize → wikify → normalize → changelog → index.
 
 Each stage is a Prefect task; the order is `tasks.pipeline.STAGES`, which the CLI slices.
-The flow holds the writer lock for the whole run and writes the run report.
+The flow holds a writing session (the writer lock and the open ledger, memvault/ops/session.py)
+for the whole run and writes the run report.
 """
 
 import logging
@@ -24,12 +25,10 @@ from memvault.embeddings import Embedder
 from memvault.engines.base import Engine
 from memvault.engines.settings import EngineName
 from memvault.ops.home import require_home
-from memvault.lock import writer_lock
 from memvault.logs import show_info
+from memvault.ops.session import writing
 from memvault.progress import Progress
 from memvault.settings import load_settings
-from stores.ledger import Ledger
-from stores.vault import Vault
 from tasks.changelog import changelog
 from tasks.chunk import chunk
 from tasks.cluster import cluster
@@ -90,7 +89,7 @@ def new_run_id() -> str:
 
 
 def execute(options: RunOptions, progress: Progress | None = None, engine: Engine | None = None) -> dict[str, Any]:
-    """Run the selected stages under the writer lock; returns the run report.
+    """Run the selected stages in a writing session (under the writer lock); returns the run report.
 
     ``progress`` counts stages: labelled with each stage as it starts, advanced as it ends
     (the flow shows it as a Prefect progress artifact). ``engine`` replaces the configured one
@@ -114,16 +113,16 @@ def execute(options: RunOptions, progress: Progress | None = None, engine: Engin
         return dry_run_plan(settings, since, discover(roots)[0], stages)
     run_id = new_run_id()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    with writer_lock(settings.state_dir, f"memvault run {run_id}", settings.lock_timeout_s):
+    with writing(settings, f"memvault run {run_id}") as session:
         if set(stages) & VAULT_STAGES:
             # Before any stage writes: a run on the wrong branch would strand its commit there.
-            Vault(settings.home).check_writable()
+            session.vault.check_writable()
         engine, reason = (engine, f"engine {engine.name} (given by the caller)") if engine is not None \
             else build_engine(settings, options.model)
         log.info("run %s: stages %s; engine %s (%s)", run_id, ", ".join(stages), engine.name, reason)
-        ledger = Ledger(settings.ledger_path)
+        ledger = session.ledger
         budget = Budget(settings.budget.max_tokens, settings.budget.max_seconds)
-        ctx = StageContext(settings=settings, ledger=ledger, vault=Vault(settings.home),
+        ctx = StageContext(settings=settings, ledger=ledger, vault=session.vault,
                            embedder=Embedder(settings.embeddings.batch_size), run_id=run_id, engine=engine,
                            extra_paths=[Path(p).expanduser().resolve() for p in options.paths],
                            since=since, budget=budget)
@@ -163,9 +162,8 @@ def execute(options: RunOptions, progress: Progress | None = None, engine: Engin
             report["budget"] = budget.summary()
             report["backlog"] = backlog(ledger, since, ctx.units_done, results)
             ledger.finish_run(run_id, report["status"], report)
-            ledger.close()
-            # Prefect keeps task parameters alive; drop the connection object itself so no
-            # DuckDB handle outlives the run (DuckDB warns about leaks at interpreter exit).
+            # Prefect keeps task parameters alive; drop the context's reference so no DuckDB
+            # handle outlives the run (the session closes it; DuckDB warns about leaks at exit).
             ctx.ledger = None  # type: ignore[assignment]
             save_report(settings.runs_dir, report)
     return report

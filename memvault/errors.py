@@ -18,6 +18,21 @@ class LockedError(MemvaultError):
     """Another memvault process holds the writer lock."""
 
 
+class LedgerBusy(LockedError):
+    """Another process holds the ledger, so DuckDB will not open it here (DuckDB lets no
+    second process in beside a writer, and no writer in beside readers)."""
+
+    def __init__(self, home: object, holder: dict[str, object] | None) -> None:
+        self.holder = holder
+        if holder:
+            message = (f"another memvault process (pid {holder.get('pid', '?')}, {holder.get('command', '?')}, "
+                       f"since {holder.get('since', '?')}) is writing to {home} — wait for it to finish and try again")
+        else:
+            message = (f"the ledger of {home} is open in another process — wait for it to finish "
+                       "(`memvault status` shows what runs) and try again")
+        super().__init__(message)
+
+
 class ConfigError(MemvaultError):
     """memvault.toml or an environment variable holds an invalid value."""
 

@@ -23,7 +23,6 @@ from memvault.engines.settings import EngineName, EngineSettings
 from memvault.errors import ConfigError
 from memvault.settings_file import combine, describe_errors, read_toml, unknown_top_level_keys
 
-INDEX_POINTER = "nodes.current"  # names the live node index after a `memvault reindex`
 
 
 class Section(BaseModel):
@@ -245,16 +244,6 @@ class Settings(BaseSettings):
     @property
     def ledger_path(self) -> Path:
         return self.state_dir / "ledger.duckdb"
-
-    @property
-    def index_uri(self) -> str:
-        # `memvault reindex` builds a new index beside the old one, then atomically rewrites
-        # this pointer (relative to .memvault/, or a full URI), so readers never see a half index.
-        pointer = self.state_dir / INDEX_POINTER
-        current = pointer.read_text(encoding="utf-8").strip() if pointer.is_file() else ""
-        if current:
-            return current if "://" in current else str(self.state_dir / current)
-        return self.index.uri or str(self.state_dir / "nodes.lance")
 
     @property
     def runs_dir(self) -> Path:

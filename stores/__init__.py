@@ -1,5 +1,7 @@
-"""Stores behind narrow interfaces: the ledger (DuckDB), the node index (LanceDB), the vault (Markdown + git).
+"""Stores behind narrow interfaces: the ledger (DuckDB), the node index (LanceDB, and where it
+lives: `location`), the vault (Markdown + git, and its Meta/Buckets.md page: `meta`).
 
-Stages never write SQL or touch LanceDB directly; they call these stores. Nothing here
-imports prefect, flows or tasks.
+The only modules that import duckdb, lancedb or git. Stages and operations never write SQL
+or touch LanceDB or git directly; they call these stores, which return typed rows
+(`rows`). Nothing here imports prefect, flows or tasks.
 """

@@ -1,8 +1,11 @@
 """The ledger: DuckDB bookkeeping and the durable copy of every transcript.
 
-Opened only by the holder of the writer lock (DuckDB refuses every other process while one
-holds the file read-write). Numbered migrations are applied on open, after the file is
-copied aside, so a failed migration never costs the only copy of a user's history.
+Opened read-write only by the holder of the writer lock, and only through
+:meth:`Ledger.open`: DuckDB refuses every other process while one holds the file read-write
+(and a writer while readers hold it), so the opener retries briefly, then raises
+:class:`~memvault.errors.LedgerBusy` naming the writer. Numbered migrations are applied on
+open, after the file is copied aside, so a failed migration never costs the only copy of a
+user's history.
 
 A damaged file (DuckDB finds a block whose checksum does not match, on open or on any later
 query) raises LedgerDamagedError, which names the newest copies to restore from
@@ -14,21 +17,29 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from memvault.errors import LedgerDamagedError
+from memvault.errors import LedgerBusy, LedgerDamagedError
+from memvault.settings import Settings
 from stores.ledger_editorial import EditorialMixin
 from stores.ledger_ingest_errors import IngestErrorsMixin
 from stores.ledger_pipeline import PipelineMixin
 from stores.ledger_time import now as _now
 from stores.ledger_transcripts import TranscriptsMixin
 from stores.migrations import MIGRATIONS
+from stores.rows import LedgerCounts, RunSummary
 from stores.sql import scalar
+
+# How long an opener waits for another process to let go of the ledger (DESIGN: readers
+# retry briefly, then fall back). A run holds it for its whole length, so longer is no use.
+OPEN_RETRY_S = 1.0
+_RETRY_EVERY_S = 0.1
 
 
 @atexit.register
@@ -113,6 +124,11 @@ class _Guarded:
         return call
 
 
+def _is_lock_conflict(exc: duckdb.IOException) -> bool:
+    """DuckDB's "Could not set lock on file … Conflicting lock is held" (not a missing or broken file)."""
+    return "lock" in str(exc).lower()
+
+
 class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin):
     """Narrow interface over ``ledger.duckdb`` (its methods are grouped in the mixin modules)."""
 
@@ -128,6 +144,37 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin)
             if damaged is None:
                 raise
             raise damaged from None
+
+    @classmethod
+    @contextmanager
+    def open(cls, settings: Settings, read_only: bool = False, retry_s: float = OPEN_RETRY_S) -> Iterator["Ledger"]:
+        """The ledger of ``settings.home`` for the length of the block, closed after it.
+
+        Read-write (migrations applied) unless ``read_only``. While another process holds the
+        file, the open is retried for ``retry_s``; then :class:`LedgerBusy` says who writes
+        (from the writer lock's note) and what to do — never DuckDB's own lock text.
+        """
+        from memvault.lock import holder
+
+        deadline = time.monotonic() + retry_s
+        while True:
+            try:
+                ledger = cls(settings.ledger_path, read_only=read_only)
+                break
+            except duckdb.IOException as exc:
+                if not _is_lock_conflict(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    writer = holder(settings.state_dir)
+                    # Our own note (we hold the writer lock; a reader holds the file) names nobody.
+                    known = writer if writer and writer.get("pid") != os.getpid() else None
+                    raise LedgerBusy(settings.home, known) from None
+                time.sleep(_RETRY_EVERY_S)
+        try:
+            yield ledger
+        finally:
+            if ledger.con is not None:
+                ledger.close()
 
     # -- schema ---------------------------------------------------------------------------
     def _migrate_with_backup(self) -> None:
@@ -164,16 +211,6 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin)
         self.con.close()
         self.con = None  # type: ignore[assignment]
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        self.con.execute("BEGIN")
-        try:
-            yield
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        self.con.execute("COMMIT")
-
     def checkpoint(self) -> None:
         self.con.execute("CHECKPOINT")
 
@@ -201,23 +238,21 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin)
              json.dumps(counts, default=str)],
         )
 
-    def last_run(self) -> dict[str, Any] | None:
+    def last_run(self) -> RunSummary | None:
         row = self.con.execute(
             "SELECT id, status, finished_at FROM runs WHERE finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 1"
         ).fetchone()
-        return None if row is None else {"run_id": row[0], "status": row[1], "finished_at": row[2].isoformat() + "Z"}
+        return None if row is None else RunSummary(run_id=row[0], status=row[1], finished_at=row[2].isoformat() + "Z")
 
-    def counts(self) -> dict[str, int]:
-        out = {}
-        for table in ("conversations", "messages", "chunks"):
-            out[table] = scalar(self.con, f"SELECT count(*) FROM {table}")
-        out["buckets"] = scalar(self.con, "SELECT count(*) FROM buckets WHERE NOT forgotten")
-        return out
+    def counts(self) -> LedgerCounts:
+        out = {table: int(self._scalar(f"SELECT count(*) FROM {table}")) for table in ("conversations", "messages", "chunks")}
+        out["buckets"] = int(self._scalar("SELECT count(*) FROM buckets WHERE NOT forgotten"))
+        return LedgerCounts(**out)
 
     # -- ignored topics, small named state, rewriting stored text ----------------------------------
     def state_value(self, key: str) -> str | None:
         row = self.con.execute("SELECT value FROM ledger_state WHERE key = ?", [key]).fetchone()
-        return None if row is None else row[0]
+        return None if row is None else str(row[0])
 
     def set_state_value(self, key: str, value: str) -> None:
         self.con.execute("INSERT OR REPLACE INTO ledger_state VALUES (?, ?, ?)", [key, value, _now()])
@@ -229,8 +264,8 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin)
         Returns (newly ignored, no longer ignored). A conversation let back in is marked
         changed so the chunk and index stages pick it up again.
         """
-        params: dict[str, Any]
-        scope, params = ("TRUE", {}) if ids is None else ("list_contains($ids, c.id)", {"ids": list(ids)})
+        params: dict[str, Any] = {} if ids is None else {"ids": list(ids)}
+        scope = "TRUE" if ids is None else "list_contains($ids, c.id)"
         if pattern is None:
             hit = "FALSE"
         else:
@@ -267,7 +302,7 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin)
         ("sources", ("path",), "state"),
     )
 
-    def rewrite_texts(self, fn: Any, batch: int = 10_000) -> tuple[dict[str, int], set[str]]:
+    def rewrite_texts(self, fn: Callable[[str, str], str], batch: int = 10_000) -> tuple[dict[str, int], set[str]]:
         """Apply ``fn(place, text) -> text`` to every stored transcript text; update changed rows.
 
         ``place`` is ``table.column`` (``sources.state`` holds JSON, so ``fn`` may parse it).
@@ -295,7 +330,7 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin)
                 elif table == "messages":
                     touched.update(r[1] for r in changed)
                 elif table == "chunks":
-                    touched.update(self.chunk(r[1])["conversation_id"] for r in changed)
+                    touched.update(self.chunk(r[1]).conversation_id for r in changed)
             counts[f"{table}.{column}"] = len(changed)
         return counts, touched
 
@@ -304,7 +339,7 @@ class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin)
         tmp = self.path.with_name(self.path.name + ".compact")
         tmp.unlink(missing_ok=True)
         self.con.execute("CHECKPOINT")
-        name = scalar(self.con, "SELECT current_database()")
+        name = self._scalar("SELECT current_database()")
         self.con.execute(f"ATTACH '{tmp}' AS memvault_compact")
         self.con.execute(f'COPY FROM DATABASE "{name}" TO memvault_compact')
         self.con.execute("DETACH memvault_compact")

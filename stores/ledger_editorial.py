@@ -3,27 +3,15 @@
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-import duckdb
-
+from stores.ledger_base import LedgerBase
 from stores.ledger_time import now as _now
 from stores.sql import scalar
 
 
-class EditorialMixin:
-    """Methods of :class:`stores.ledger.Ledger`; they use ``self.con`` and ``self.transaction``."""
-
-    con: duckdb.DuckDBPyConnection
-    if TYPE_CHECKING:  # provided by Ledger
-        def transaction(self) -> AbstractContextManager[None]: ...
+class EditorialMixin(LedgerBase):
+    """Methods of :class:`stores.ledger.Ledger`."""
 
     # -- editorial: bucket file stems, forgotten buckets and conversations (migration 4) ----------
-    def _free_stem(self, name: str) -> str:
-        """A file stem for a new bucket: its sanitized title, suffixed `_2`, `_3`… when taken."""
-        from memvault.markdown.names import title_to_stem, unique_stem
-
-        taken = {r[0] for r in self.con.execute("SELECT stem FROM buckets WHERE stem IS NOT NULL").fetchall()}
-        return unique_stem(title_to_stem(name), taken)
-
     def bucket_stem(self, name: str) -> str:
         """The article file stem of a bucket, stable across runs (assigned once, then stored).
 
@@ -58,12 +46,6 @@ class EditorialMixin:
         name a new bucket after one the user forgot (it would re-create that article)."""
         return {r[0].casefold() for r in self.con.execute("SELECT name FROM buckets").fetchall()}
 
-    def is_forgotten_conversation(self, cid: str) -> bool:
-        return self.con.execute("SELECT 1 FROM forgotten_conversations WHERE id = ?", [cid]).fetchone() is not None
-
-    def forgotten_conversation_ids(self) -> list[str]:
-        return [r[0] for r in self.con.execute("SELECT id FROM forgotten_conversations ORDER BY id").fetchall()]
-
     def conversation_ids_with_prefix(self, prefix: str, include_forgotten: bool = True) -> list[str]:
         """Full ids starting with ``prefix`` (lowercase hex); forgotten ones too, so an
         interrupted `forget --conversation` can be finished by running it again."""
@@ -84,7 +66,7 @@ class EditorialMixin:
             "SELECT bucket, chunk_id FROM chunk_buckets WHERE list_contains(?::VARCHAR[], chunk_id)", [chunk_ids]).fetchall()]
 
         def delete(table: str, where: str, params: list[Any]) -> None:
-            n = scalar(self.con, f"SELECT count(*) FROM {table} WHERE {where}", params)
+            n = int(self._scalar(f"SELECT count(*) FROM {table} WHERE {where}", params))
             if n:
                 self.con.execute(f"DELETE FROM {table} WHERE {where}", params)
             deleted[table] = deleted.get(table, 0) + n

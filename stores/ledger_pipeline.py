@@ -1,24 +1,18 @@
 """Ledger part: chunks, buckets, the synthesis journal, unit attempts and model-stage bookkeeping."""
 
-from collections.abc import Sequence
 from datetime import datetime
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-import duckdb
-
+from stores.ledger_base import LedgerBase
 from stores.ledger_time import naive as _naive
 from stores.ledger_time import now as _now
+from stores.ledger_time import updated_since
+from stores.rows import BucketRow, ChunkRow, Intent, UnitResult
 
 
-class PipelineMixin:
-    """Methods of :class:`stores.ledger.Ledger`; they use ``self.con`` and ``self.transaction``."""
-
-    con: duckdb.DuckDBPyConnection
-    if TYPE_CHECKING:  # provided by Ledger and EditorialMixin
-        def transaction(self) -> AbstractContextManager[None]: ...
-
-        def _free_stem(self, name: str) -> str: ...
+class PipelineMixin(LedgerBase):
+    """Methods of :class:`stores.ledger.Ledger`."""
 
     # -- chunks and buckets -------------------------------------------------------------------
     def chunked_message_ids(self, cid: str) -> set[str]:
@@ -32,27 +26,34 @@ class PipelineMixin:
             [chunk_id, cid, message_ids, label, text, vector, _now(), run_id],
         )
 
-    def chunk(self, chunk_id: str) -> dict[str, Any]:
+    def chunk(self, chunk_id: str) -> ChunkRow:
         row = self.con.execute(
             "SELECT c.id, c.conversation_id, c.label, c.text, c.message_ids, v.source, v.title, "
             "coalesce(v.started_at, v.updated_at) FROM chunks c JOIN conversations v ON v.id = c.conversation_id "
             "WHERE c.id = ?", [chunk_id]).fetchone()
         if row is None:
-            raise LookupError(f"no chunk {chunk_id} in the ledger")
-        keys = ("id", "conversation_id", "label", "text", "message_ids", "source", "conversation_title", "date")
-        return dict(zip(keys, row))
+            raise KeyError(f"no chunk {chunk_id} in the ledger")
+        return ChunkRow(id=row[0], conversation_id=row[1], label=row[2], text=row[3], message_ids=tuple(row[4]),
+                        source=row[5], conversation_title=row[6], date=row[7])
 
-    def unassigned_chunks(self) -> list[tuple[str, list[float]]]:
-        return [(r[0], r[1]) for r in self.con.execute(
-            "SELECT id, vector FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_buckets) ORDER BY created_at, id"
-        ).fetchall()]
+    def unassigned_chunks(self, since: datetime | None = None) -> list[tuple[str, list[float]]]:
+        """Chunks in no bucket yet, oldest first, with their vectors (of conversations
+        updated since ``since``, when given)."""
+        sql = ("SELECT c.id, c.vector FROM chunks c JOIN conversations v ON v.id = c.conversation_id "
+               "WHERE c.id NOT IN (SELECT chunk_id FROM chunk_buckets)")
+        params: list[Any] = []
+        if since is not None:
+            sql += f" AND {updated_since('v')}"
+            params.append(_naive(since))
+        return [(r[0], r[1]) for r in self.con.execute(sql + " ORDER BY c.created_at, c.id", params).fetchall()]
 
-    def buckets(self, include_forgotten: bool = False) -> list[dict[str, Any]]:
+    def buckets(self, include_forgotten: bool = False) -> list[BucketRow]:
         sql = "SELECT name, description, centroid, size, forgotten FROM buckets"
         if not include_forgotten:
             sql += " WHERE NOT forgotten"
-        keys = ("name", "description", "centroid", "size", "forgotten")
-        return [dict(zip(keys, r)) for r in self.con.execute(sql + " ORDER BY name").fetchall()]
+        return [BucketRow(name=r[0], description=r[1] or "", centroid=tuple(r[2]) if r[2] else None,
+                          size=r[3] or 0, forgotten=bool(r[4]))
+                for r in self.con.execute(sql + " ORDER BY name").fetchall()]
 
     def upsert_bucket(self, name: str, description: str, centroid: list[float], size: int) -> None:
         # Columns named (migration 4 added `stem`); a new bucket gets its file stem now.
@@ -71,16 +72,19 @@ class PipelineMixin:
     def assigned_chunk_ids(self, limit: int) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT chunk_id FROM chunk_buckets ORDER BY chunk_id LIMIT ?", [limit]).fetchall()]
 
-    def pending_by_bucket(self) -> dict[str, list[str]]:
-        """Chunks assigned to a bucket but not yet synthesized into its article (not parked)."""
-        rows = self.con.execute("""
+    def pending_by_bucket(self, since: datetime | None = None) -> dict[str, list[str]]:
+        """Chunks assigned to a bucket but not yet synthesized into its article (not parked),
+        of conversations updated since ``since`` when given."""
+        recent = f"AND {updated_since('v')}" if since is not None else ""
+        rows = self.con.execute(f"""
             SELECT cb.bucket, cb.chunk_id FROM chunk_buckets cb
             JOIN buckets b ON b.name = cb.bucket AND NOT b.forgotten
             JOIN chunks c ON c.id = cb.chunk_id
             JOIN conversations v ON v.id = c.conversation_id AND NOT v.ignored
             WHERE NOT EXISTS (SELECT 1 FROM synthesized_bucket_chunks s WHERE s.bucket = cb.bucket AND s.chunk_id = cb.chunk_id)
               AND NOT EXISTS (SELECT 1 FROM unit_attempts u WHERE u.stage = 'synthesize' AND u.unit = cb.bucket || '/' || cb.chunk_id AND u.parked)
-            ORDER BY cb.bucket, c.created_at, c.id""").fetchall()
+              {recent}
+            ORDER BY cb.bucket, c.created_at, c.id""", [] if since is None else [_naive(since)]).fetchall()
         out: dict[str, list[str]] = {}
         for bucket, chunk_id in rows:
             out.setdefault(bucket, []).append(chunk_id)
@@ -96,10 +100,9 @@ class PipelineMixin:
         self.con.execute("INSERT OR REPLACE INTO synthesis_intents VALUES (?, ?, ?, ?, ?)",
                          [bucket, chunk_ids, article_hash, run_id, _now()])
 
-    def intents(self) -> list[dict[str, Any]]:
-        keys = ("bucket", "chunk_ids", "article_hash", "run_id")
-        return [dict(zip(keys, r)) for r in self.con.execute(
-            "SELECT bucket, chunk_ids, article_hash, run_id FROM synthesis_intents").fetchall()]
+    def intents(self) -> list[Intent]:
+        return [Intent(bucket=r[0], chunk_ids=tuple(r[1]), article_hash=r[2], run_id=r[3]) for r in self.con.execute(
+            "SELECT bucket, chunk_ids, article_hash, run_id FROM synthesis_intents ORDER BY bucket").fetchall()]
 
     def complete_intent(self, bucket: str, committed: bool) -> None:
         """Turn an intent into synthesized rows (when its file was written) or drop it."""
@@ -122,7 +125,6 @@ class PipelineMixin:
                          [stage, unit, attempts, parked, reason, _now()])
         return parked
 
-
     # -- model-backed stages: prompt hashes, proposals, pending Meta writes, backlog ---------------
     def record_unit_result(self, stage: str, unit: str, prompt_hash: str | None, method: str,
                            reason: str | None, run_id: str) -> None:
@@ -130,9 +132,9 @@ class PipelineMixin:
         self.con.execute("INSERT OR REPLACE INTO unit_results VALUES (?, ?, ?, ?, ?, ?, ?)",
                          [stage, unit, prompt_hash, method, reason, run_id, _now()])
 
-    def unit_results(self, stage: str) -> dict[str, dict[str, Any]]:
-        keys = ("prompt_hash", "method", "reason", "run_id")
-        return {r[0]: dict(zip(keys, r[1:])) for r in self.con.execute(
+    def unit_results(self, stage: str) -> dict[str, UnitResult]:
+        """Unit → how its result was made, for one stage."""
+        return {r[0]: UnitResult(prompt_hash=r[1], method=r[2], reason=r[3], run_id=r[4]) for r in self.con.execute(
             "SELECT unit, prompt_hash, method, reason, run_id FROM unit_results WHERE stage = ? ORDER BY unit",
             [stage]).fetchall()}
 
@@ -144,10 +146,6 @@ class PipelineMixin:
         for (unit,) in rows:
             self.con.execute("DELETE FROM unit_attempts WHERE stage = ? AND unit = ?", [stage, unit])
         return len(rows)
-
-    def parked_units(self, stage: str) -> dict[str, str]:
-        return {r[0]: r[1] for r in self.con.execute(
-            "SELECT unit, reason FROM unit_attempts WHERE stage = ? AND parked ORDER BY unit", [stage]).fetchall()}
 
     def propose_bucket(self, name: str, chunk_id: str, description: str, run_id: str) -> None:
         self.con.execute("INSERT OR IGNORE INTO bucket_proposals VALUES (?, ?, ?, ?, ?)",
@@ -181,18 +179,7 @@ class PipelineMixin:
             "SELECT bucket, arg_max(article_hash, synthesized_at) FROM synthesized_bucket_chunks GROUP BY bucket"
         ).fetchall()}
 
-    def conversations_updated_since(self, since: datetime) -> set[str]:
-        return {r[0] for r in self.con.execute(
-            "SELECT id FROM conversations WHERE coalesce(updated_at, started_at, ingested_at) >= ?",
-            [_naive(since)]).fetchall()}
-
-    def chunk_conversation_ids(self, chunk_ids: Sequence[str]) -> dict[str, str]:
-        if not chunk_ids:
-            return {}
-        return {r[0]: r[1] for r in self.con.execute(
-            "SELECT id, conversation_id FROM chunks WHERE list_contains(?, id)", [list(chunk_ids)]).fetchall()}
-
     def chunks_per_conversation(self) -> float:
         """Average chunks per chunked conversation (1.0 before any), for dry-run estimates."""
-        row = self.con.execute("SELECT count(*), count(DISTINCT conversation_id) FROM chunks").fetchone()
-        return float(row[0] / row[1]) if row and row[1] else 1.0
+        chunks, conversations = self._one("SELECT count(*), count(DISTINCT conversation_id) FROM chunks")
+        return float(chunks / conversations) if conversations else 1.0

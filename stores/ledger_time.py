@@ -12,3 +12,10 @@ def naive(ts: datetime | None) -> datetime | None:
     if ts is None:
         return None
     return ts.astimezone(timezone.utc).replace(tzinfo=None) if ts.tzinfo else ts
+
+
+def updated_since(alias: str = "") -> str:
+    """The SQL condition of `--since` on a conversations row (``?`` is the naive UTC time): a
+    conversation counts when it was updated, else started, else ingested since then."""
+    v = f"{alias}." if alias else ""
+    return f"coalesce({v}updated_at, {v}started_at, {v}ingested_at) >= ?"

@@ -4,34 +4,32 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from memvault.models import Conversation
+from stores.ledger_base import LedgerBase
 from stores.ledger_time import naive as _naive
 from stores.ledger_time import now as _now
-from stores.sql import scalar
+from stores.ledger_time import updated_since
+from stores.rows import ConversationRow, MessageRow, Watermark
+
+if TYPE_CHECKING:  # pyarrow loads only when something is stored (see set_watermarks)
+    import pyarrow as pa
 
 
-class TranscriptsMixin:
-    """Methods of :class:`stores.ledger.Ledger`; they use ``self.con`` and ``self.transaction``."""
-
-    con: duckdb.DuckDBPyConnection
+class TranscriptsMixin(LedgerBase):
+    """Methods of :class:`stores.ledger.Ledger`."""
 
     # -- sources and watermarks -------------------------------------------------------------
-    def watermark(self, path: str) -> dict[str, Any] | None:
+    def watermark(self, path: str) -> Watermark | None:
+        """One file's watermark with its parser state."""
         row = self.con.execute(
             "SELECT kind, size, mtime, prefix_hash, byte_offset, state FROM sources WHERE path = ?", [path]
         ).fetchone()
         if row is None:
             return None
-        return {"kind": row[0], "size": row[1], "mtime": row[2], "prefix_hash": row[3],
-                "byte_offset": row[4], "state": json.loads(row[5]) if row[5] else {}}
-
-    def set_watermark(self, path: str, kind: str, size: int, mtime: float, prefix_hash: str,
-                      byte_offset: int, state: dict[str, Any]) -> None:
-        self.set_watermarks([(path, kind, size, mtime, prefix_hash, byte_offset, state)])
+        return Watermark(kind=row[0], size=row[1], mtime=row[2], prefix_hash=row[3], byte_offset=row[4],
+                         state=json.loads(row[5]) if row[5] else {})
 
     def set_watermarks(self, marks: Sequence[tuple[str, str, int, float, str, int, dict[str, Any]]]) -> None:
         """Store many files' watermarks (path, kind, size, mtime, prefix_hash, byte_offset, state)
@@ -50,7 +48,7 @@ class TranscriptsMixin:
                          f"INSERT OR REPLACE INTO sources ({', '.join(names)}) SELECT {', '.join(names)} "
                          "FROM _incoming_marks")
 
-    def _with_arrow(self, name: str, table: Any, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    def _with_arrow(self, name: str, table: "pa.Table", sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run ``sql`` with the Arrow ``table`` visible as ``name`` (one statement, not one per row)."""
         # DuckDB refuses to register while an earlier execute() still has rows unread (any
         # method that used fetchone); finish that result first.
@@ -67,7 +65,7 @@ class TranscriptsMixin:
         DuckDB spills to its file instead of growing) and no insertion-order bookkeeping.
         The previous values come back afterwards."""
         keys = ("memory_limit", "preserve_insertion_order", "checkpoint_threshold")
-        before = {k: scalar(self.con, f"SELECT current_setting('{k}')") for k in keys}
+        before = {k: self._scalar(f"SELECT current_setting('{k}')") for k in keys}
         self.con.execute(f"SET memory_limit = '{memory_limit}'")
         self.con.execute("SET preserve_insertion_order = false")
         # Fewer, larger checkpoints: each one recompresses the table's last row group.
@@ -80,17 +78,12 @@ class TranscriptsMixin:
                     self.con.execute(f"SET {k} = '{v}'")
 
     # -- conversations and messages ---------------------------------------------------------
-    def upsert_conversation(self, conv: Conversation) -> tuple[bool, int, int]:
-        """Store a (possibly partial) conversation; returns (is_new, messages_new, messages_changed).
+    def upsert_conversations(self, convs: Sequence[Conversation]) -> list[tuple[bool, int, int]]:
+        """Store (possibly partial) conversations; returns (is_new, messages_new,
+        messages_changed) for each, in a fixed handful of statements.
 
         Messages are matched by native id: a re-parse of the same file adds nothing, an
         appended session adds only its new messages, and an edited message is updated.
-        """
-        return self.upsert_conversations([conv])[0]
-
-    def upsert_conversations(self, convs: Sequence[Conversation]) -> list[tuple[bool, int, int]]:
-        """``upsert_conversation`` for many at once, in a fixed handful of statements.
-
         Ingest stores thousands of small sessions: per-conversation statements (each a few
         milliseconds in DuckDB) would dominate it. A conversation given twice (a copied file,
         consecutive slices) is merged in order, as if upserted one call after the other.
@@ -233,20 +226,17 @@ class TranscriptsMixin:
                              "low_value = u.low_value FROM _changed_messages u "
                              "WHERE m.conversation_id = u.cid AND m.native_id = u.nid")
 
-    def conversation(self, cid: str) -> dict[str, Any] | None:
+    def conversation(self, cid: str) -> ConversationRow | None:
         row = self.con.execute(
             "SELECT id, source, native_id, title, project, started_at, updated_at, leaf_native_id FROM conversations WHERE id = ?",
             [cid],
         ).fetchone()
-        if row is None:
-            return None
-        keys = ("id", "source", "native_id", "title", "project", "started_at", "updated_at", "leaf_native_id")
-        return dict(zip(keys, row))
+        return None if row is None else ConversationRow(*row)
 
     def conversation_ids(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT id FROM conversations ORDER BY id").fetchall()]
 
-    def active_thread(self, cid: str) -> list[dict[str, Any]]:
+    def active_thread(self, cid: str) -> list[MessageRow]:
         """Messages of the active thread, root first: walk parents from the leaf.
 
         Messages whose parent is unknown start a new root; when the walk from the leaf
@@ -258,24 +248,28 @@ class TranscriptsMixin:
         ).fetchall()
         if not rows:
             return []
-        keys = ("native_id", "parent_native_id", "seq", "role", "kind", "text", "timestamp", "low_value")
-        by_id = {r[0]: dict(zip(keys, r)) for r in rows}
-        leaf = scalar(self.con, "SELECT leaf_native_id FROM conversations WHERE id = ?", [cid])
+        by_id = {r[0]: MessageRow(*r) for r in rows}
+        leaf = self._scalar("SELECT leaf_native_id FROM conversations WHERE id = ?", [cid])
         node = by_id.get(leaf) if leaf else None
         node = node or by_id[rows[-1][0]]
-        path, seen = [], set()
-        while node is not None and node["native_id"] not in seen:
-            seen.add(node["native_id"])
+        path: list[MessageRow] = []
+        seen: set[str] = set()
+        while node is not None and node.native_id not in seen:
+            seen.add(node.native_id)
             path.append(node)
-            node = by_id.get(node["parent_native_id"]) if node["parent_native_id"] else None
+            node = by_id.get(node.parent_native_id) if node.parent_native_id else None
         path.reverse()
         return path
 
-    def conversations_to_chunk(self) -> list[str]:
-        return [r[0] for r in self.con.execute(
-            "SELECT id FROM conversations WHERE (chunked_at IS NULL OR changed_at > chunked_at) AND NOT ignored "
-            "ORDER BY started_at, id"
-        ).fetchall()]
+    def conversations_to_chunk(self, since: datetime | None = None) -> list[str]:
+        """Conversations changed since they were chunked (not ignored), oldest first; only
+        those updated since ``since``, when given."""
+        sql = "SELECT id FROM conversations WHERE (chunked_at IS NULL OR changed_at > chunked_at) AND NOT ignored"
+        params: list[Any] = []
+        if since is not None:
+            sql += f" AND {updated_since()}"
+            params.append(_naive(since))
+        return [r[0] for r in self.con.execute(sql + " ORDER BY started_at, id", params).fetchall()]
 
     def mark_chunked(self, cid: str) -> None:
         self.con.execute("UPDATE conversations SET chunked_at = ? WHERE id = ?", [_now(), cid])
@@ -295,9 +289,7 @@ class TranscriptsMixin:
         for cid in cids:
             self.con.execute("UPDATE conversations SET indexed_at = ? WHERE id = ?", [now, cid])
 
-
-    def watermarks(self) -> dict[str, dict[str, Any]]:
+    def watermarks(self) -> dict[str, Watermark]:
         """Every file's watermark without its parser state (one query; `watermark` has the state)."""
         rows = self.con.execute("SELECT path, kind, size, mtime, prefix_hash, byte_offset FROM sources").fetchall()
-        return {r[0]: {"kind": r[1], "size": r[2], "mtime": r[3], "prefix_hash": r[4], "byte_offset": r[5]}
-                for r in rows}
+        return {r[0]: Watermark(kind=r[1], size=r[2], mtime=r[3], prefix_hash=r[4], byte_offset=r[5]) for r in rows}

@@ -13,7 +13,8 @@ searches, then the few lifted rows that can still rank), never one per kind of r
 import asyncio
 import os
 import threading
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
@@ -21,9 +22,13 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, BTree, IvfPq
-from lancedb.query import MultiMatchQuery
+from lancedb.query import FullTextOperator, MultiMatchQuery
+from lancedb.table import AsyncTable, Table
 
+from memvault.embeddings import DIM, MODEL_NAME
 from memvault.errors import IndexMismatchError
+from memvault.settings import Settings
+from stores.location import index_bytes, index_uri, local_path
 
 NODES, META = "nodes", "meta"
 SIMILAR_TYPE = pa.list_(pa.struct([pa.field("id", pa.string()), pa.field("sim", pa.float32())]))
@@ -51,7 +56,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
 
-def _optimize(table: Any, older_than: timedelta, **kwargs: Any) -> None:
+def _optimize(table: Table, older_than: timedelta, **kwargs: Any) -> None:
     """Compact, fold new rows into the indexes, and delete versions older than ``older_than``.
 
     LanceDB prunes before it folds (one more commit): a second pass, with nothing left to
@@ -118,7 +123,8 @@ def _records(table: pa.Table) -> list[dict[str, Any]]:
     """Rows of an Arrow result, the vector column as float32 numpy rows (a Python list of 384
     floats per row costs more than the read)."""
     if "vector" not in table.column_names:
-        return table.to_pylist()
+        rows: list[dict[str, Any]] = table.to_pylist()
+        return rows
     vectors = table.column("vector").combine_chunks()
     dim = vectors.type.list_size
     flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
@@ -132,8 +138,78 @@ def _records(table: pa.Table) -> list[dict[str, Any]]:
     return rows
 
 
+def embedding_model(settings: Settings) -> tuple[str, int]:
+    """The embedding model (name, dimensions) whose vectors the live index holds: the one
+    place that names it for every opener. (Only all-MiniLM-L6-v2 ships today; ``settings``
+    is where a configurable model would come from.)"""
+    return MODEL_NAME, DIM
+
+
+def _stored_model_at(uri: str) -> str | None:
+    """The model an index at ``uri`` says its vectors come from, without judging it."""
+    try:
+        rows = lancedb.connect(uri).open_table(META).search().where("key = 'embedding_model'").limit(1).to_list()
+    except (ValueError, OSError):
+        return None
+    return str(rows[0]["value"]) if rows else None
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """What `memvault status` shows of the live index."""
+
+    uri: str
+    model: str | None  # the model its vectors come from (None: no index)
+    nodes: int  # 0 when there is none, or it cannot be used as it is (another model, older layout)
+    bytes: int | None  # on disk; None for object storage
+
+
 class NodeIndex:
-    """Narrow interface over the LanceDB node tables."""
+    """Narrow interface over the LanceDB node tables.
+
+    Open the live index with :meth:`open_existing` (readers, and writers that change what is
+    there) or :meth:`open_or_create` (the index stage, a rebuild); the constructor is for an
+    index at an explicit location with an explicit model (tests, benchmarks).
+    """
+
+    @classmethod
+    def open_existing(cls, settings: Settings) -> "NodeIndex":
+        """The live index; :class:`IndexMismatchError` (with the fix) when there is none or it
+        holds another model's vectors."""
+        model, dim = embedding_model(settings)
+        return cls(index_uri(settings), model, dim, create=False)
+
+    @classmethod
+    def open_or_create(cls, settings: Settings, uri: str | None = None) -> "NodeIndex":
+        """The live index (or the one at ``uri``), created empty when it does not exist yet."""
+        model, dim = embedding_model(settings)
+        return cls(uri or index_uri(settings), model, dim, create=True)
+
+    @staticmethod
+    def exists(settings: Settings) -> bool:
+        """Whether the live index has been built (a home before its first run has none)."""
+        uri = index_uri(settings)
+        local = local_path(uri)
+        if local is not None and not local.is_dir():
+            return False
+        return NODES in set(lancedb.connect(uri).list_tables().tables)
+
+    @classmethod
+    def inspect(cls, settings: Settings) -> IndexStatus:
+        """The live index's location, model, size and node count, never raising for a missing,
+        foreign or older index (status must answer whatever state the home is in)."""
+        uri = index_uri(settings)
+        size = index_bytes(uri)
+        try:
+            if not cls.exists(settings):
+                return IndexStatus(uri=uri, model=None, nodes=0, bytes=size)
+            index = cls.open_existing(settings)
+        except IndexMismatchError:
+            # Another model's vectors, or an older layout: name what it holds, count nothing.
+            return IndexStatus(uri=uri, model=_stored_model_at(uri), nodes=0, bytes=size)
+        except (ValueError, OSError):  # unreadable (a remote store that does not answer, a damaged folder)
+            return IndexStatus(uri=uri, model=None, nodes=0, bytes=size)
+        return IndexStatus(uri=uri, model=index.stored_model(), nodes=index.count(), bytes=size)
 
     def __init__(self, uri: str, model_name: str, dim: int, create: bool = True) -> None:
         self.uri, self.model_name, self.dim = uri, model_name, dim
@@ -148,7 +224,7 @@ class NodeIndex:
             )
         self.nodes = self.db.open_table(NODES)
         self.meta = self.db.open_table(META)
-        self._reader: Any = None  # the async handle of the nodes table, opened on first recall
+        self._reader: AsyncTable | None = None  # the async handle of the nodes table, opened on first search
         missing = [c for c in ("fts_text", "similar", "reply", "kin") if c not in self.nodes.schema.names]
         if missing:
             raise IndexMismatchError(
@@ -213,28 +289,6 @@ class NodeIndex:
             return []
         where = "id IN (" + ", ".join(_quote(i) for i in ids) + ")"
         return self.nodes.search().where(where).select(["id", "created_at", "vector"]).limit(len(ids)).to_list()
-
-    def vector_search(self, vector: np.ndarray, k: int, where: str | None = None,
-                      nprobes: int = 20, refine_factor: int = 5) -> list[dict[str, Any]]:
-        """Cosine top-``k``; exact below the ANN threshold, IVF-PQ with a full-precision
-        re-rank of ``k × refine_factor`` rows above it (``nprobes`` partitions searched)."""
-        q = self.nodes.search(vector.astype(np.float32), vector_column_name="vector").metric("cosine")
-        q = q.where("NOT pending" + (f" AND ({where})" if where else ""), prefilter=True)
-        q = q.nprobes(nprobes).refine_factor(refine_factor)
-        return q.select(LIGHT_COLUMNS + ["vector", "_distance"]).limit(k).to_list()
-
-    def fts_search(self, query: str, k: int) -> list[dict[str, Any]]:
-        if not query.strip():
-            return []
-        # BM25 over the node's own text plus its context window (``fts_text``), summed: a
-        # neighbour's words can find a turn, but a turn's own words count twice (a boost on
-        # ``text`` beyond that measured worse: the window carries more than the turn alone).
-        try:
-            q = self.nodes.search(MultiMatchQuery(query, ["text", "fts_text"]), query_type="fts")
-            return q.select(LIGHT_COLUMNS + ["vector", "_score"]).limit(k).to_list()
-        except (ValueError, RuntimeError, OSError):
-            # No FTS index yet (an empty index), or a query the tokenizer rejects.
-            return []
 
     # -- writes ---------------------------------------------------------------------------------
     def upsert(self, rows: list[dict[str, Any]]) -> None:
@@ -324,7 +378,7 @@ class NodeIndex:
         for column in ("text", "fts_text"):
             self.nodes.create_index(column, config=FTS(with_position=False), replace=True)
 
-    def docs_matching(self, predicate: Any, batch: int = 10_000) -> dict[str, int]:
+    def docs_matching(self, predicate: Callable[[str], bool], batch: int = 10_000) -> dict[str, int]:
         """Documents with a node whose title or text satisfies ``predicate(text)``: doc → nodes hit."""
         hits: dict[str, int] = {}
         reader = self.nodes.search().select(["doc", "title", "text"]).limit(10_000_000).to_batches(batch)
@@ -402,16 +456,35 @@ class NodeIndex:
             out[name] = len(table.list_versions())
         return out
 
-    # -- recall reads (memvault/ops/memory.py) ------------------------------------------------
+    # -- searches (recall: memvault/ops/memory.py; edge candidates: tasks/index.py) -------------
     # Through LanceDB's async API on a background loop (see ``_run``): a recall is two rounds,
     # the two searches side by side, then one read of the lifted rows that can still rank.
-    def _table(self) -> Any:
+    def _table(self) -> AsyncTable:
         if self._reader is None:
-            async def open_nodes() -> Any:
+            async def open_nodes() -> AsyncTable:
                 db = await lancedb.connect_async(self.uri, read_consistency_interval=timedelta(0))
                 return await db.open_table(NODES)
             self._reader = _run(open_nodes())
         return self._reader
+
+    @staticmethod
+    async def _fts(table: AsyncTable, query: str, k: int, columns: list[str]) -> list[dict[str, Any]]:
+        """Full-text top-``k`` (with ``_score``): BM25 over the node's own text plus its
+        context window (``fts_text``), summed — a neighbour's words can find a turn, but a
+        turn's own words count twice (a boost on ``text`` beyond that measured worse)."""
+        if not query.strip():
+            return []
+        try:
+            q = table.query().nearest_to_text(MultiMatchQuery(query, ["text", "fts_text"], boosts=None,
+                                                              operator=FullTextOperator.OR))
+            return _records(await q.select(columns + ["_score"]).limit(k).to_arrow())
+        except (ValueError, RuntimeError, OSError):
+            return []  # no full-text index yet (an empty index), or a query the tokenizer rejects
+
+    def lexical_neighbours(self, text: str, k: int) -> list[dict[str, Any]]:
+        """The ``k`` nodes whose words best match ``text`` — the full-text half of a recall —
+        with ``id``, ``pending`` and the vector (candidates for `similar` edges)."""
+        return _run(self._fts(self._table(), text, k, ["id", "pending", "vector"]))
 
     def recall_search(self, vector: np.ndarray, query: str, k: int, nprobes: int = 20,
                       refine_factor: int = 5) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -424,17 +497,9 @@ class NodeIndex:
         vq = table.query().nearest_to(vector.astype(np.float32)).distance_type("cosine")
         vq = (vq.nprobes(nprobes).refine_factor(refine_factor).select(RECALL_COLUMNS + ["vector", "_distance"]).limit(k))
 
-        async def fts() -> list[dict[str, Any]]:
-            if not query.strip():
-                return []
-            try:
-                q = table.query().nearest_to_text(MultiMatchQuery(query, ["text", "fts_text"]))
-                return _records(await q.select(RECALL_COLUMNS + ["vector", "_score"]).limit(k).to_arrow())
-            except (ValueError, RuntimeError, OSError):
-                return []  # no full-text index yet (an empty index), or a query the tokenizer rejects
-
         async def both() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-            vector_rows, fts_rows = await asyncio.gather(vq.to_arrow(), fts())
+            vector_rows, fts_rows = await asyncio.gather(vq.to_arrow(),
+                                                         self._fts(table, query, k, RECALL_COLUMNS + ["vector"]))
             return [r for r in _records(vector_rows) if not r["pending"]], fts_rows
 
         return _run(both())

@@ -43,7 +43,7 @@ class Vault:
 
     # -- git --------------------------------------------------------------------------------
     @property
-    def repo(self) -> git.Repo:
+    def _repo(self) -> git.Repo:
         return git.Repo(self.home)
 
     def init_repo(self) -> bool:
@@ -56,7 +56,7 @@ class Vault:
     def record_branch(self) -> str:
         """The vault's own branch, recorded once (init, or the first write of an older home):
         the branch HEAD is on, ``main`` for a repository with no commit yet."""
-        repo = self.repo
+        repo = self._repo
         with repo.config_reader() as cfg:
             if cfg.has_option("memvault", "branch"):
                 return str(cfg.get_value("memvault", "branch"))
@@ -78,7 +78,7 @@ class Vault:
         git_dir = self.home / ".git"
         if not git_dir.exists():
             raise VaultStateError(f"{self.home} is not a git repository — run `memvault init`")
-        repo = self.repo
+        repo = self._repo
         gd = Path(repo.git_dir)
         for name, what in _IN_PROGRESS.items():
             if (gd / name).exists():
@@ -147,7 +147,7 @@ class Vault:
         path = self.home / rel
         if not path.is_file():
             return False
-        repo = self.repo
+        repo = self._repo
         if not repo.head.is_valid():
             return False
         data = path.read_bytes()
@@ -165,7 +165,7 @@ class Vault:
         pending = self.pending()
         if not pending:
             return None
-        repo = self.repo
+        repo = self._repo
         in_head: set[str] = set()
         if repo.head.is_valid():
             in_head = {rel for rel in pending if self._in_tree(repo, rel)}
@@ -209,14 +209,27 @@ class Vault:
             return False
 
     def dirty_paths(self) -> list[str]:
-        repo = self.repo
-        changed = {d.a_path for d in repo.index.diff(None)} | set(repo.untracked_files)
+        repo = self._repo
+        changed = {d.a_path for d in repo.index.diff(None) if d.a_path} | set(repo.untracked_files)
         if repo.head.is_valid():
-            changed |= {d.a_path for d in repo.index.diff("HEAD")}
-        return sorted(p for p in changed if p)
+            changed |= {d.a_path for d in repo.index.diff("HEAD") if d.a_path}
+        return sorted(changed)
+
+    def untracked_paths(self) -> set[str]:
+        """Files git does not know yet (relative to the home, `/`-separated)."""
+        return set(self._repo.untracked_files)
+
+    def edited_by_hand(self, rel: str) -> bool:
+        """Whether the last commit touching ``rel`` was made by someone other than memvault
+        (False when it was never committed)."""
+        repo = self._repo
+        if not repo.head.is_valid():
+            return False
+        last = next(repo.iter_commits(paths=rel, max_count=1), None)
+        return last is not None and last.author.email != AUTHOR.email
 
     def commit_count(self) -> int:
-        repo = self.repo
+        repo = self._repo
         return int(repo.git.rev_list("--count", "HEAD")) if repo.head.is_valid() else 0
 
     # -- articles ---------------------------------------------------------------------------

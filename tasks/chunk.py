@@ -23,6 +23,7 @@ from prefect.cache_policies import NONE
 from memvault.engines import structured
 from memvault.failpoints import failpoint
 from memvault.prompts import Prompt, load_prompt
+from stores.rows import MessageRow
 from tasks.chunk_model import ChunkReply, RepairError, repair, show, windows
 from tasks.context import ModelStageResult, StageContext
 from tasks.text import EMBED_CHARS, label
@@ -47,21 +48,21 @@ class ChunkResult(ModelStageResult):
     stopped: str | None = None  # why the budget stopped the stage early
 
 
-def exchanges(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def exchanges(messages: list[MessageRow]) -> list[list[MessageRow]]:
     """Group messages into exchanges; low-value and meta messages are left out."""
-    groups: list[list[dict[str, Any]]] = []
+    groups: list[list[MessageRow]] = []
     for m in messages:
-        if m["low_value"] or m["kind"] in SKIP_KINDS or not m["text"].strip():
+        if m.low_value or m.kind in SKIP_KINDS or not m.text.strip():
             continue
-        if m["role"] == "user" or not groups:
+        if m.role == "user" or not groups:
             groups.append([m])
         else:
             groups[-1].append(m)
     return groups
 
 
-def render(messages: list[dict[str, Any]]) -> str:
-    return "\n".join(f"{m['role']}: {m['text'].strip()}" for m in messages)
+def render(messages: list[MessageRow]) -> str:
+    return "\n".join(f"{m.role}: {m.text.strip()}" for m in messages)
 
 
 def segment(vectors: np.ndarray, sizes: list[int], threshold: float, max_chars: int) -> list[tuple[int, int]]:
@@ -97,7 +98,7 @@ def chunk_id(cid: str, message_ids: list[str]) -> str:
 def chunk_conversation(ctx: StageContext, cid: str) -> int:
     """Chunk the not-yet-chunked tail of one conversation; returns the number of chunks."""
     done = ctx.ledger.chunked_message_ids(cid)
-    fresh = [m for m in ctx.ledger.active_thread(cid) if m["native_id"] not in done]
+    fresh = [m for m in ctx.ledger.active_thread(cid) if m.native_id not in done]
     groups = exchanges(fresh)
     if not groups:
         return 0
@@ -107,35 +108,35 @@ def chunk_conversation(ctx: StageContext, cid: str) -> int:
                      ctx.settings.chunk.max_chunk_chars)
     for start, end in ranges:
         msgs = [m for g in groups[start:end] for m in g]
-        ids = [m["native_id"] for m in msgs]
+        ids = [m.native_id for m in msgs]
         centroid = vectors[start:end].mean(axis=0)
         centroid = centroid / (np.linalg.norm(centroid) or 1.0)
-        first_user = next((m["text"] for m in msgs if m["role"] == "user"), msgs[0]["text"])
+        first_user = next((m.text for m in msgs if m.role == "user"), msgs[0].text)
         ctx.ledger.add_chunk(chunk_id(cid, ids), cid, ids, label(first_user), render(msgs),
                              centroid.astype(float).tolist(), ctx.run_id)
     return len(ranges)
 
 
-def _save(ctx: StageContext, cid: str, msgs: list[dict[str, Any]], name: str, vector: np.ndarray) -> None:
-    ids = [m["native_id"] for m in msgs]
+def _save(ctx: StageContext, cid: str, msgs: list[MessageRow], name: str, vector: np.ndarray) -> None:
+    ids = [m.native_id for m in msgs]
     ctx.ledger.add_chunk(chunk_id(cid, ids), cid, ids, name, render(msgs), vector.astype(float).tolist(), ctx.run_id)
 
 
-def model_chunks(ctx: StageContext, cid: str, prompt: Prompt) -> tuple[list[tuple[list[dict[str, Any]], str]] | None, str | None, list[str]]:
+def model_chunks(ctx: StageContext, cid: str, prompt: Prompt) -> tuple[list[tuple[list[MessageRow], str]] | None, str | None, list[str]]:
     """Ask the model to segment the unchunked tail; returns (chunks, why it failed, repair notes)."""
     done = ctx.ledger.chunked_message_ids(cid)
-    fresh = [m for g in exchanges([m for m in ctx.ledger.active_thread(cid) if m["native_id"] not in done]) for m in g]
+    fresh = [m for g in exchanges([m for m in ctx.ledger.active_thread(cid) if m.native_id not in done]) for m in g]
     if not fresh:
         return [], None, []
     conv = ctx.ledger.conversation(cid)
     if conv is None:
         raise LookupError(f"conversation {cid} has messages but no row in the ledger")
     settings = ctx.settings.chunk
-    date = (conv["started_at"] or conv["updated_at"])
-    out: list[tuple[list[dict[str, Any]], str]] = []
+    date = conv.date
+    out: list[tuple[list[MessageRow], str]] = []
     notes: list[str] = []
     for window in windows(fresh, settings.prompt_chars):
-        text = prompt.render(title=conv["title"] or "untitled", source=conv["source"],
+        text = prompt.render(title=conv.title or "untitled", source=conv.source,
                              date=date.strftime("%Y-%m-%d") if date else "undated",
                              first_id="m1", last_id=f"m{len(window)}", messages=show(window))
         reply = structured(ctx.engine, prompt.system, text, ChunkReply, settings.max_output_tokens,
@@ -163,7 +164,7 @@ def chunk_with_model(ctx: StageContext, cid: str, prompt: Prompt) -> tuple[int, 
     if chunks:
         vectors = ctx.embedder.embed([render(msgs)[:EMBED_CHARS] for msgs, _ in chunks])
         for (msgs, name), vector in zip(chunks, vectors):
-            _save(ctx, cid, msgs, name or label(msgs[0]["text"]), vector)
+            _save(ctx, cid, msgs, name or label(msgs[0].text), vector)
     ctx.ledger.record_unit_result("chunk", cid, prompt.hash, "model", "; ".join(notes) or None, ctx.run_id)
     return len(chunks), "model", None
 
@@ -176,10 +177,7 @@ def run_chunk(ctx: StageContext) -> ChunkResult:
     and `chunked_at`. Unit of work: one conversation, budget-checked before and committed in
     one transaction; failpoint `chunk:<n>` fires after the n-th conversation.
     """
-    todo = ctx.ledger.conversations_to_chunk()
-    if ctx.since is not None:
-        recent = ctx.ledger.conversations_updated_since(ctx.since)
-        todo = [cid for cid in todo if cid in recent]
+    todo = ctx.ledger.conversations_to_chunk(since=ctx.since)
     prompt = load_prompt("chunk", ctx.vault.meta_dir) if ctx.uses_model and todo else None
     made = done = 0
     methods = {"model": 0, "fallback": 0, "none": 0}

@@ -7,9 +7,10 @@ stage falls back to the no-model segmentation for that conversation.
 """
 
 import re
-from typing import Any
 
 from pydantic import BaseModel, Field
+
+from stores.rows import MessageRow
 
 _NUMBER = re.compile(r"\d+")
 MESSAGE_CHARS = 700  # of each message shown to the model; the chunk keeps the full text
@@ -29,12 +30,12 @@ class RepairError(ValueError):
     """The reply cannot be turned into a clean cover of the messages."""
 
 
-def windows(messages: list[dict[str, Any]], max_chars: int) -> list[list[dict[str, Any]]]:
+def windows(messages: list[MessageRow], max_chars: int) -> list[list[MessageRow]]:
     """Consecutive groups of messages whose shown text fits in `max_chars` (at least one each)."""
-    out: list[list[dict[str, Any]]] = []
+    out: list[list[MessageRow]] = []
     size = 0
     for m in messages:
-        shown = min(len(m["text"]), MESSAGE_CHARS) + 16
+        shown = min(len(m.text), MESSAGE_CHARS) + 16
         if out and size + shown <= max_chars:
             out[-1].append(m)
             size += shown
@@ -44,14 +45,14 @@ def windows(messages: list[dict[str, Any]], max_chars: int) -> list[list[dict[st
     return out
 
 
-def show(messages: list[dict[str, Any]]) -> str:
+def show(messages: list[MessageRow]) -> str:
     """The numbered message list of the prompt."""
     lines = []
     for i, m in enumerate(messages, start=1):
-        text = " ".join(m["text"].split())
+        text = " ".join(m.text.split())
         if len(text) > MESSAGE_CHARS:
             text = text[:MESSAGE_CHARS] + " …"
-        lines.append(f"[m{i}] {m['role']}: {text}")
+        lines.append(f"[m{i}] {m.role}: {text}")
     return "\n".join(lines)
 
 

@@ -16,7 +16,6 @@ any point resumes to the same buckets. Failpoint `cluster:<n>` fires after the n
 """
 
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -27,7 +26,8 @@ from prefect.cache_policies import NONE
 from memvault.engines import structured
 from memvault.failpoints import failpoint
 from memvault.prompts import Prompt, load_prompt
-from tasks.cluster_model import ClusterReply, decide, key, show_buckets, show_chunks
+from stores.meta import BucketsPage, bucket_key
+from tasks.cluster_model import ClusterReply, decide, show_buckets, show_chunks
 from tasks.context import ModelStageResult, StageContext
 from tasks.text import keywords, surface_form
 
@@ -70,31 +70,6 @@ class ModelAnswers:
     stopped: str | None = None
 
 
-_HEADING = re.compile(r"^##\s+(.+?)\s*$")
-
-
-def parse_buckets(text: str) -> dict[str, str]:
-    """`## Name` headings with the paragraph under each → {name: description}."""
-    out: dict[str, str] = {}
-    current: str | None = None
-    for line in text.splitlines():
-        m = _HEADING.match(line)
-        if m:
-            current = m.group(1)
-            out[current] = ""
-        elif current is not None and line.strip() and not line.startswith("#"):
-            out[current] = (out[current] + " " + line.strip()).strip()
-    return out
-
-
-def append_buckets(text: str, new: dict[str, str]) -> str:
-    """``text`` of Meta/Buckets.md with a `## Name` section per new bucket at the end."""
-    body = text.rstrip("\n")
-    for name, description in new.items():
-        body += f"\n\n## {name}\n\n{description}"
-    return body + "\n"
-
-
 def agglomerate(vectors: np.ndarray, threshold: float) -> list[list[int]]:
     """Average-link agglomerative clustering on unit vectors; stop below ``threshold``."""
     groups = [[i] for i in range(len(vectors))]
@@ -133,10 +108,10 @@ class ClusterPass:
 
     def __init__(self, ctx: StageContext) -> None:
         self.ctx, self.ledger = ctx, ctx.ledger
-        rows = {b["name"]: b for b in self.ledger.buckets()}
-        self.centroids = {n: np.array(b["centroid"], dtype=np.float32) for n, b in rows.items() if b["centroid"]}
-        self.sizes: dict[str, int] = {n: b["size"] for n, b in rows.items()}
-        self.descriptions: dict[str, str] = {n: b["description"] for n, b in rows.items()}
+        rows = {b.name: b for b in self.ledger.buckets()}
+        self.centroids = {n: np.array(b.centroid, dtype=np.float32) for n, b in rows.items() if b.centroid}
+        self.sizes: dict[str, int] = {n: b.size for n, b in rows.items()}
+        self.descriptions: dict[str, str] = {n: b.description for n, b in rows.items()}
         self.batches = 0
         self.created: dict[str, str] = {}
 
@@ -182,14 +157,9 @@ def flush_bucket_pages(ctx: StageContext) -> int:
     pending = ctx.ledger.pending_bucket_pages()
     if not pending:
         return 0
-    path = ctx.vault.meta_dir / "Buckets.md"
-    text = ctx.vault.read(path) or "# Buckets\n"
-    have = {key(n) for n in parse_buckets(text)}
-    new = {n: d for n, d in pending.items() if key(n) not in have}
-    if new:
-        ctx.vault.write(path, append_buckets(text, new))
+    added = BucketsPage(ctx.vault).add(pending)
     ctx.ledger.clear_pending_bucket_pages()
-    return len(new)
+    return added
 
 
 def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, str | None]:
@@ -216,8 +186,8 @@ def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, st
         return len(pending) - len(leftovers), len(leftovers), None
     vecs = np.stack([v for _, v in leftovers])
     infos = [ledger.chunk(cid) for cid, _ in leftovers]
-    texts = [c["text"] for c in infos]
-    background = texts + [ledger.chunk(c)["text"] for c in ledger.assigned_chunk_ids(200)]
+    texts = [c.text for c in infos]
+    background = texts + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
     taken = {n.casefold() for n in run.centroids} | {n.casefold() for n in run.descriptions} | \
         {p.stem.replace("_", " ").casefold() for p in ctx.vault.list_articles()} | ledger.taken_bucket_names()
     grouped: set[int] = set()
@@ -227,7 +197,7 @@ def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, st
             if len(group) < settings.min_support:
                 continue
             group_texts = [texts[i] for i in group]
-            titles = [infos[i]["conversation_title"] or "" for i in group]
+            titles = [infos[i].conversation_title or "" for i in group]
             name = name_group(group_texts, background, taken, titles)
             taken.add(name.casefold())
             terms = keywords(group_texts, background, n=5, titles=titles)
@@ -258,7 +228,7 @@ def assign_by_model(run: ClusterPass, pending: Pending, prompt: Prompt) -> Model
     vectors = dict(pending)
     asked = ledger.unit_results("cluster")
     waiting = {c for rows in ledger.bucket_proposals().values() for c, _ in rows}
-    fresh = [c for c, _ in pending if c not in waiting and asked.get(c, {}).get("prompt_hash") != prompt.hash]
+    fresh = [c for c, _ in pending if c not in waiting and (c not in asked or asked[c].prompt_hash != prompt.hash)]
     # Asked before under this very prompt: its answer stands, so no new call (cache key hit).
     fallback = [(c, v) for c, v in pending if c not in waiting and c not in set(fresh)]
     out = ModelAnswers(fallback_chunks=fallback)
@@ -268,12 +238,12 @@ def assign_by_model(run: ClusterPass, pending: Pending, prompt: Prompt) -> Model
             break
         batch = fresh[start:start + settings.batch_size]
         chunks = [ledger.chunk(c) for c in batch]
-        bucket_descriptions = {b["name"]: b["description"] for b in ledger.buckets()}
+        bucket_descriptions = {b.name: b.description for b in ledger.buckets()}
         text = prompt.render(buckets=show_buckets(bucket_descriptions), chunks=show_chunks(chunks, settings.chunk_prompt_chars))
         reply = structured(ctx.engine, prompt.system, text, ClusterReply, settings.max_output_tokens,
                            cache_prefix=prompt.system)
         ctx.charge("cluster", reply.completions)
-        decisions = decide(reply.value, len(batch), {key(n): n for n in bucket_descriptions}) if reply.value else \
+        decisions = decide(reply.value, len(batch), {bucket_key(n): n for n in bucket_descriptions}) if reply.value else \
             [None] * len(batch)
         with ledger.transaction():
             for chunk_id, decision in zip(batch, decisions):
@@ -307,7 +277,7 @@ def adopt_proposals(run: ClusterPass, vectors: dict[str, np.ndarray]) -> None:
         if name.casefold() in forgotten:
             run.ledger.drop_bucket_proposal(name)
             continue
-        grouped.setdefault(key(name), []).extend((name, c, d) for c, d in proposals)
+        grouped.setdefault(bucket_key(name), []).extend((name, c, d) for c, d in proposals)
     for rows in grouped.values():
         members = [(c, vectors[c]) for _, c, _ in rows if c in vectors]
         if len({c for c, _ in members}) < run.ctx.settings.cluster.min_support:
@@ -332,20 +302,15 @@ def run_cluster(ctx: StageContext) -> ClusterResult:
     """
     ledger = ctx.ledger
     flush_bucket_pages(ctx)  # finish an interrupted run's Buckets.md write first
-    buckets_md = ctx.vault.read(ctx.vault.meta_dir / "Buckets.md") or "# Buckets\n"
     # Forgotten buckets count as recorded: one a person re-adds to Buckets.md is not re-embedded.
-    recorded = {b["name"] for b in ledger.buckets(include_forgotten=True)}
+    recorded = {b.name for b in ledger.buckets(include_forgotten=True)}
     # Buckets written into Meta/Buckets.md by hand get a centroid from their own words.
-    hand = {n: d for n, d in parse_buckets(buckets_md).items() if n not in recorded}
+    hand = {n: d for n, d in BucketsPage(ctx.vault).read().items() if n not in recorded}
     if hand:
         vecs = ctx.embedder.embed([f"{n}. {d}" for n, d in hand.items()])
         for (name, desc), vec in zip(hand.items(), vecs):
             ledger.upsert_bucket(name, desc, vec.astype(float).tolist(), 0)
-    pending = [(cid, np.array(v, dtype=np.float32)) for cid, v in ledger.unassigned_chunks()]
-    if ctx.since is not None:
-        recent = ledger.conversations_updated_since(ctx.since)
-        owners = ledger.chunk_conversation_ids([c for c, _ in pending])
-        pending = [(c, v) for c, v in pending if owners.get(c) in recent]
+    pending = [(cid, np.array(v, dtype=np.float32)) for cid, v in ledger.unassigned_chunks(since=ctx.since)]
     run = ClusterPass(ctx)
     result = ClusterResult(chunks=len(pending))
     if ctx.uses_model and pending:

@@ -6,11 +6,13 @@ an unknown name is rejected (never silently created), and a chunk left with neit
 bucket nor a proposal falls back to the centroid path with the reason recorded.
 """
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
 from memvault.markdown.names import title_to_stem
+from stores.meta import bucket_key
+from stores.rows import ChunkRow
 
 
 class NewBucket(BaseModel):
@@ -36,22 +38,18 @@ class Decision(NamedTuple):
     fallback: str | None
 
 
-def key(name: str) -> str:
-    return " ".join(name.replace("_", " ").split()).casefold()
-
-
 def clean_name(name: str) -> str:
     """A proposed name as a bucket title: no heading marks, single spaces, a usable file stem."""
     flat = " ".join(name.replace("#", " ").replace("_", " ").split()).strip(" .:-")
     return flat if flat and title_to_stem(flat) else ""
 
 
-def show_chunks(chunks: list[dict[str, Any]], limit: int) -> str:
+def show_chunks(chunks: list[ChunkRow], limit: int) -> str:
     blocks = []
     for i, c in enumerate(chunks, start=1):
-        text = c["text"] if len(c["text"]) <= limit else c["text"][:limit] + " …"
-        title = c["conversation_title"] or "untitled"
-        blocks.append(f"--- chunk c{i} (from “{title}”, topic: {c['label'] or 'unlabelled'}) ---\n{text}")
+        text = c.text if len(c.text) <= limit else c.text[:limit] + " …"
+        title = c.conversation_title or "untitled"
+        blocks.append(f"--- chunk c{i} (from “{title}”, topic: {c.label or 'unlabelled'}) ---\n{text}")
     return "\n\n".join(blocks)
 
 
@@ -62,7 +60,7 @@ def show_buckets(buckets: dict[str, str]) -> str:
 
 
 def decide(reply: ClusterReply, n: int, bucket_names: dict[str, str]) -> list[Decision]:
-    """One decision per chunk `c1…cn`; `bucket_names` maps `key(name)` → canonical bucket name."""
+    """One decision per chunk `c1…cn`; `bucket_names` maps `bucket_key(name)` → canonical bucket name."""
     by_chunk: dict[int, ClusterItem] = {}
     for answer in reply.assignments:
         digits = "".join(ch for ch in answer.chunk if ch.isdigit())
@@ -76,7 +74,7 @@ def decide(reply: ClusterReply, n: int, bucket_names: dict[str, str]) -> list[De
             continue
         names, unknown = [], []
         for raw in item.buckets:
-            canonical = bucket_names.get(key(raw))
+            canonical = bucket_names.get(bucket_key(raw))
             if canonical is None:
                 unknown.append(raw)
             elif canonical not in names:
@@ -84,10 +82,10 @@ def decide(reply: ClusterReply, n: int, bucket_names: dict[str, str]) -> list[De
         proposal = None
         if item.new_bucket is not None:
             name = clean_name(item.new_bucket.name)
-            if name and key(name) in bucket_names:
+            if name and bucket_key(name) in bucket_names:
                 # "New" but already exists: join it instead of creating a twin.
-                if bucket_names[key(name)] not in names:
-                    names.append(bucket_names[key(name)])
+                if bucket_names[bucket_key(name)] not in names:
+                    names.append(bucket_names[bucket_key(name)])
             elif name:
                 proposal = (name, " ".join(item.new_bucket.description.split()))
         if names or proposal:

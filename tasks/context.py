@@ -3,7 +3,7 @@
 `StageContext` holds the settings, the open stores, the engines and the run's identity. It is
 built once per run by the flow (the composition root) and passed to each stage; stages never
 open stores themselves. It lives in the flow's process: a live DuckDB handle cannot cross one
-(see docs/architecture.md, "Why stages run in-process").
+(see docs/architecture.md, "Why the stages run in one process").
 
 `StageResult` is the base of each stage's typed result; its `report()` is the dict the run
 report, `Ledger.record_stage` and the Prefect artifacts read.
@@ -92,7 +92,7 @@ class StageContext:
     @property
     def nodes(self) -> NodeIndex:
         if self._nodes is None:
-            self._nodes = NodeIndex(self.settings.index_uri, self.embedder.name, self.embedder.dim)
+            self._nodes = NodeIndex.open_or_create(self.settings)
         return self._nodes
 
 

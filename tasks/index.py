@@ -25,6 +25,7 @@ from memvault.failpoints import failpoint
 from memvault.ids import conv_ref, short_ids
 from memvault.markdown.tree import TreeNode, article_nodes, conversation_nodes, truncate
 from memvault.recall.access import ACCESS_LOG, fold_access
+from stores.ledger import Ledger
 from stores.nodes import NodeIndex, now_utc
 from tasks.context import StageContext, StageResult
 from tasks.text import EMBED_CHARS
@@ -147,13 +148,15 @@ def sync_doc(nodes: NodeIndex, doc: str, rows: list[dict[str, Any]]) -> tuple[li
     return changed, [i for i in have if i not in keep]
 
 
-def conversation_rows(ledger: Any, cid: str, short: str, context_turns: int) -> list[dict[str, Any]]:
+def conversation_rows(ledger: Ledger, cid: str, short: str, context_turns: int) -> list[dict[str, Any]]:
     """Index rows of one conversation's active thread (low-value messages left out)."""
     conv = ledger.conversation(cid)
-    msgs = [(m["native_id"], m["role"], m["text"], m["timestamp"]) for m in ledger.active_thread(cid)
-            if not m["low_value"]]
-    date = conv["started_at"].strftime("%Y-%m-%d") if conv["started_at"] else None
-    tree = conversation_nodes(cid, short, conv["title"] or "", date, conv["source"], msgs)
+    if conv is None:
+        raise KeyError(f"no conversation {cid} in the ledger")
+    msgs: list[tuple[str, str, str, datetime | str | None]] = [
+        (m.native_id, m.role, m.text, m.timestamp) for m in ledger.active_thread(cid) if not m.low_value]
+    date = conv.started_at.strftime("%Y-%m-%d") if conv.started_at else None
+    tree = conversation_nodes(cid, short, conv.title or "", date, conv.source, msgs)
     return rows_for(conv_ref(cid), "conversation", tree, context_turns)
 
 
@@ -185,7 +188,7 @@ def similar_edges(nodes: NodeIndex, rows: list[dict[str, Any]], threshold: float
         if r["pending"]:
             continue
         cands = dict(pool)
-        for hit in nodes.fts_search(" ".join(r["text"].split()[:12]), fts):
+        for hit in nodes.lexical_neighbours(" ".join(r["text"].split()[:12]), fts):
             if not hit["pending"]:
                 cands[hit["id"]] = np.asarray(hit["vector"], dtype=np.float32)
         v = np.asarray(r["vector"], dtype=np.float32)

@@ -16,6 +16,7 @@ import hashlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
 from typing import Any
@@ -31,6 +32,7 @@ from memvault.progress import Progress
 from memvault.models import Conversation, LineError
 from memvault.settings import Settings
 from stores.ledger import Ledger
+from stores.rows import Watermark
 from tasks.context import StageContext
 
 JSONL_KINDS = {"claude-code", "codex", "pi"}
@@ -256,7 +258,7 @@ def _cut(text: str) -> str:
 
 
 def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, result: IngestResult,
-                batches: _Batches, mark: dict[str, Any] | None, progress: Progress | None = None,
+                batches: _Batches, mark: Watermark | None, progress: Progress | None = None,
                 slice_bytes: int = SLICE_BYTES, key: str | None = None,
                 own_prompts: frozenset[str] = frozenset()) -> "_FileRun | None":
     """Parse one file into ``batches``; bad input is recorded in ``result``, never raised.
@@ -278,19 +280,20 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
                                        "device) — skipped; only regular files are read"))
         return None
     key = key or str(path.resolve())
-    if mark and mark["size"] == st.st_size and mark["mtime"] == st.st_mtime:
-        carried = mark.get("errors") or []
+    if mark and mark.size == st.st_size and mark.mtime == st.st_mtime:
+        carried = list(mark.errors)
         result.errors.extend(carried)  # still broken: say so in every run until it changes
         result.errors_from_earlier_runs += len(carried)
         return None
-    kind = mark["kind"] if mark else (kind_hint if kind_hint != "auto" else detect_format(path))
+    kind = mark.kind if mark else (kind_hint if kind_hint != "auto" else detect_format(path))
     if kind is None:
         result.errors.append(LineError(file=str(path), error="not a transcript memvault recognizes (claude-code, codex, pi, chatgpt or claude-ai) — skipped"))
         return None
     offset, state = 0, None
-    if mark and kind in JSONL_KINDS and st.st_size >= mark["byte_offset"] > 0 \
-            and prefix_hash(path, mark["byte_offset"]) == mark["prefix_hash"]:
-        offset, state = mark["byte_offset"], (ledger.watermark(key) or {}).get("state")
+    if mark and kind in JSONL_KINDS and st.st_size >= mark.byte_offset > 0 \
+            and prefix_hash(path, mark.byte_offset) == mark.prefix_hash:
+        stored = ledger.watermark(key)  # the bulk lookup left the parser state out
+        offset, state = mark.byte_offset, stored.state if stored else None
     run = _FileRun(settings, result, set((state or {}).get(OWN_KEY, [])), own_prompts)
     result.files_changed += 1
     jsonl = kind in JSONL_KINDS
@@ -401,7 +404,7 @@ def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]]
     marks = ledger.watermarks()  # one query, so an unchanged file costs only its stat
     for key, errors in ledger.ingest_errors().items():
         if key in marks:
-            marks[key]["errors"] = errors
+            marks[key] = replace(marks[key], errors=tuple(errors))
     if progress is not None:
         progress.begin(sum(sizes), f"{len(files)} file(s)")
     with _fewer_gc_passes(), ledger.bulk_load(), _Batches(ledger, result, max(slice_bytes, BATCH_BYTES), pattern=pattern) as batches:
@@ -415,7 +418,7 @@ def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]]
 
 
 def _ingest_one(ledger: Ledger, settings: Settings, result: IngestResult, batches: _Batches,
-                marks: dict[str, dict[str, Any]], kind: str, path: Path, size: int, progress: Progress | None,
+                marks: dict[str, Watermark], kind: str, path: Path, size: int, progress: Progress | None,
                 slice_bytes: int, folders: dict[Path, Path], own_prompts: frozenset[str] = frozenset()) -> None:
     """One file of ``run_ingest``: its problems become errors, never exceptions."""
     result.files_seen += 1

@@ -38,6 +38,7 @@ from memvault.ids import conv_ref, short_ids
 from memvault.prompts import Prompt, load_prompt
 from memvault.markdown.footnotes import renumber
 from memvault.markdown.gate import gate
+from stores.rows import ChunkRow
 from tasks.context import ModelStageResult, StageContext
 from tasks.synthesize_model import SynthesisReply, apply_reply, article_view, material, talk_entry
 from tasks.text import keywords, sentences, surface_form, words
@@ -52,9 +53,9 @@ def _date(value: Any) -> str:
     return value.strftime("%Y-%m-%d") if isinstance(value, datetime) else "undated"
 
 
-def citation(chunk: dict[str, Any], short: str) -> str:
-    title = " ".join((chunk["conversation_title"] or chunk["label"] or "untitled").split())
-    return f"`{conv_ref(short)}` ({_date(chunk['date'])}, {chunk['source']}) — {title}"
+def citation(chunk: ChunkRow, short: str) -> str:
+    title = " ".join((chunk.conversation_title or chunk.label or "untitled").split())
+    return f"`{conv_ref(short)}` ({_date(chunk.date)}, {chunk.source}) — {title}"
 
 
 def extract(chunk_text: str, terms: set[str], n: int) -> list[str]:
@@ -77,10 +78,10 @@ def extract(chunk_text: str, terms: set[str], n: int) -> list[str]:
     return [s.replace("[", "(").replace("]", ")") for _, _, s in sorted(best, key=lambda t: t[1])]
 
 
-def new_article(title: str, lead_terms: list[str], chunks: list[dict[str, Any]]) -> str:
-    dates = sorted(_date(c["date"]) for c in chunks)
+def new_article(title: str, lead_terms: list[str], chunks: list[ChunkRow]) -> str:
+    dates = sorted(_date(c.date) for c in chunks)
     about = ", ".join(lead_terms[:-1]) + (" and " if len(lead_terms) > 1 else "") + lead_terms[-1] if lead_terms else title
-    lead = (f"**{title}** is a topic that came up in {len({c['conversation_id'] for c in chunks})} "
+    lead = (f"**{title}** is a topic that came up in {len({c.conversation_id for c in chunks})} "
             f"conversation(s) between {dates[0]} and {dates[-1]}, about {about}.")
     return f"# {title}\n\n{lead}\n\n## References\n"
 
@@ -106,21 +107,21 @@ def synthesize_bucket(ctx: StageContext, bucket: str, chunk_ids: list[str], shor
     path = vault.article_path(ledger.bucket_stem(bucket))
     previous = vault.read(path)
     chunks = [ledger.chunk(c) for c in chunk_ids]
-    texts = [c["text"] for c in chunks]
-    background = texts + [ledger.chunk(c)["text"] for c in ledger.assigned_chunk_ids(200)]
-    titles = [c["conversation_title"] or "" for c in chunks]
+    texts = [c.text for c in chunks]
+    background = texts + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
+    titles = [c.conversation_title or "" for c in chunks]
     terms = set(keywords(texts, background, n=12, titles=titles))
     lead_terms = [surface_form(t, texts) for t in keywords(texts, background, n=3, titles=titles)]
     text = previous or new_article(bucket, lead_terms, chunks)
     sections = []
     for n, c in enumerate(chunks, start=1):
-        picked = extract(c["text"], terms, ctx.settings.synthesize.sentences_per_chunk)
+        picked = extract(c.text, terms, ctx.settings.synthesize.sentences_per_chunk)
         if not picked:
             continue
-        label = f"new{c['id'][:8]}{n}"
-        heading = " ".join(c["label"].replace("#", "").split()) or "Notes"
-        sections.append((f"{heading} ({_date(c['date'])})", " ".join(picked) + f"[^{label}]",
-                         f"[^{label}]: {citation(c, shorts[c['conversation_id']])}"))
+        label = f"new{c.id[:8]}{n}"
+        heading = " ".join((c.label or "").replace("#", "").split()) or "Notes"
+        sections.append((f"{heading} ({_date(c.date)})", " ".join(picked) + f"[^{label}]",
+                         f"[^{label}]: {citation(c, shorts[c.conversation_id])}"))
     if not sections:
         return str(path), previous, previous or ""
     new, _ = renumber(add_sections(text, sections))
@@ -131,10 +132,10 @@ def resolve_intents(ctx: StageContext) -> int:
     """Finish the journal of an interrupted run (see the module docstring)."""
     done = 0
     for intent in ctx.ledger.intents():
-        path = ctx.vault.article_path(ctx.ledger.bucket_stem(intent["bucket"]))
+        path = ctx.vault.article_path(ctx.ledger.bucket_stem(intent.bucket))
         current = ctx.vault.read(path)
-        written = current is not None and hashlib.sha256(current.encode()).hexdigest() == intent["article_hash"]
-        ctx.ledger.complete_intent(intent["bucket"], written)
+        written = current is not None and hashlib.sha256(current.encode()).hexdigest() == intent.article_hash
+        ctx.ledger.complete_intent(intent.bucket, written)
         done += written
     return done
 
@@ -151,12 +152,9 @@ def article_states(ctx: StageContext, stems: list[str]) -> tuple[dict[str, str],
     memvault last recorded for its bucket, else a person's edit; a clean file is a person's
     edit when the last commit touching it was not made by memvault's author.
     """
-    from stores.vault import AUTHOR
-
     vault = ctx.vault
-    repo = vault.repo
     dirty = [p for p in vault.dirty_paths() if p.startswith("articles/") and p.endswith(".md")]
-    untracked = set(repo.untracked_files)
+    untracked = vault.untracked_paths()
     ours = set(ctx.ledger.last_article_hashes().values())
     resumed: dict[str, str] = {}
     hand: list[str] = []
@@ -168,14 +166,12 @@ def article_states(ctx: StageContext, stems: list[str]) -> tuple[dict[str, str],
             resumed[path.stem] = "created" if rel in untracked else "updated"
         else:
             hand.append(path.stem)
-    if repo.head.is_valid():
-        for stem in stems:
-            rel = f"articles/{stem}.md"
-            if stem in hand or stem in resumed or not (vault.home / rel).is_file():
-                continue
-            last = next(repo.iter_commits(paths=rel, max_count=1), None)
-            if last is not None and last.author.email != AUTHOR.email:
-                hand.append(stem)
+    for stem in stems:
+        rel = f"articles/{stem}.md"
+        if stem in hand or stem in resumed or not (vault.home / rel).is_file():
+            continue
+        if vault.edited_by_hand(rel):
+            hand.append(stem)
     return resumed, sorted(hand)
 
 
@@ -250,7 +246,7 @@ def synthesize_with_model(ctx: StageContext, bucket: str, chunk_ids: list[str], 
     vault, ledger = ctx.vault, ctx.ledger
     stem = ledger.bucket_stem(bucket)
     path = vault.article_path(stem)
-    description = next((b["description"] for b in ledger.buckets() if b["name"] == bucket), "") or "none"
+    description = next((b.description for b in ledger.buckets() if b.name == bucket), "") or "none"
     today = datetime.now().strftime("%Y-%m-%d")
     step = max(1, settings.chunks_per_call)
     for start in range(0, len(chunk_ids), step):
@@ -260,8 +256,8 @@ def synthesize_with_model(ctx: StageContext, bucket: str, chunk_ids: list[str], 
         batch = chunk_ids[start:start + step]
         chunks = [ledger.chunk(c) for c in batch]
         previous = vault.read(path)
-        definitions = {shorts[c["conversation_id"]]: citation(c, shorts[c["conversation_id"]]) for c in chunks}
-        shown = material(chunks, shorts, settings.chunk_prompt_chars, {c["id"]: _date(c["date"]) for c in chunks})
+        definitions = {shorts[c.conversation_id]: citation(c, shorts[c.conversation_id]) for c in chunks}
+        shown = material(chunks, shorts, settings.chunk_prompt_chars, {c.id: _date(c.date) for c in chunks})
         view, state = article_view(previous, shown, settings.section_edit_words)
         lead_rule = ("- This is a new article: also write \"lead\", one or two paragraphs saying what the topic "
                      "is, with citations." if previous is None else
@@ -328,11 +324,7 @@ def run_synthesize(ctx: StageContext) -> SynthesizeResult:
     resumed = resolve_intents(ctx)
     prompt = load_prompt("synthesize", ctx.vault.meta_dir) if ctx.uses_model else None
     unparked = ctx.ledger.unpark_for_new_prompt("synthesize", prompt.hash) if prompt else None
-    pending = ctx.ledger.pending_by_bucket()
-    if ctx.since is not None:
-        recent = ctx.ledger.conversations_updated_since(ctx.since)
-        owners = ctx.ledger.chunk_conversation_ids([c for ids in pending.values() for c in ids])
-        pending = {b: kept for b, ids in pending.items() if (kept := [c for c in ids if owners.get(c) in recent])}
+    pending = ctx.ledger.pending_by_bucket(since=ctx.since)
     uncommitted, hand = article_states(ctx, [ctx.ledger.bucket_stem(b) for b in pending])
     for stem, kind in uncommitted.items():
         # An interrupted run wrote these and never committed them: wikify and commit them now.

@@ -11,7 +11,7 @@ definition too, so the gate sees and rejects it ("unknown conversation").
 """
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -19,6 +19,7 @@ from memvault.ids import conv_ref
 from memvault.markdown.footnotes import renumber
 from memvault.markdown.gate import word_count
 from memvault.markdown.scan import Doc
+from stores.rows import ChunkRow
 from tasks.text import words
 
 _MARKER = re.compile(r"\[\^([^\]\s]+)\]")
@@ -189,11 +190,11 @@ def talk_entry(existing: str | None, title: str, run_id: str, date: str, kind: s
     return f"{head}\n## {date} — {kind} (run {run_id})\n\n{body}\n"
 
 
-def material(chunks: list[dict[str, Any]], shorts: dict[str, str], limit: int, dates: dict[str, str]) -> str:
+def material(chunks: list[ChunkRow], shorts: dict[str, str], limit: int, dates: dict[str, str]) -> str:
     blocks = []
     for c in chunks:
-        text = c["text"] if len(c["text"]) <= limit else c["text"][:limit] + " …"
-        short = shorts[c["conversation_id"]]
-        blocks.append(f"--- [^{short}] {dates[c['id']]}, {c['source']}: "
-                      f"{c['conversation_title'] or c['label'] or 'untitled'} ---\n{text}")
+        text = c.text if len(c.text) <= limit else c.text[:limit] + " …"
+        short = shorts[c.conversation_id]
+        blocks.append(f"--- [^{short}] {dates[c.id]}, {c.source}: "
+                      f"{c.conversation_title or c.label or 'untitled'} ---\n{text}")
     return "\n\n".join(blocks)

@@ -82,22 +82,8 @@ def violations() -> list[str]:
     return bad
 
 
-# Reaches past the store boundary that are still to be sealed (issue 14, item 3). The test
-# below demands this list be exactly what the code does, so it can only shrink.
-KNOWN_STORE_LEAKS = {
-    "memvault/ops/forget.py (ops) imports duckdb",
-    "memvault/ops/forget.py (ops) imports lancedb",
-    "memvault/ops/rescan.py (ops) imports lancedb",
-    "memvault/ops/status.py (ops) imports duckdb",
-}
-
-
 def test_layers_point_one_way() -> None:
-    assert sorted(set(violations()) - KNOWN_STORE_LEAKS) == []
-
-
-def test_known_store_leaks_are_current() -> None:
-    assert KNOWN_STORE_LEAKS <= set(violations())
+    assert violations() == []
 
 
 def package_of(module: str) -> str | None:

@@ -51,10 +51,7 @@ def lint(
                               if findings else "clean: no problems found", highlight=False)
             raise typer.Exit(1 if findings else 0)
 
-        from memvault.lock import writer_lock
-
-        with writer_lock(settings.state_dir, "memvault lint --fix", settings.lock_timeout_s):
-            report = fix_home(settings.home, max_words)
+        report = fix_home(settings, max_words)
         fixed = len([f for f in report.before if f.fixable]) - len(report.unfixed)
         if as_json:
             emit_json({"fixed": max(fixed, 0), "changed": report.changed, "commit": report.commit,
@@ -88,7 +85,6 @@ def forget(
     Example: memvault forget "Postgres Backup" --yes
     """
     from memvault.errors import UsageError
-    from memvault.lock import writer_lock
     from memvault.ops import forget as core
 
     with reporting(as_json):
@@ -107,22 +103,21 @@ def forget(
                         f"supports removed from: {where}.")
         if not yes and not typer.confirm(question, err=True):
             raise typer.Exit(1)
-        with writer_lock(settings.state_dir, "memvault forget", settings.lock_timeout_s):
-            if title is not None:
-                result: Any = core.forget_article(settings, title)
-                data = result.__dict__
-                text = (f"forgot '{result.title}': removed {', '.join(result.removed)}, {result.nodes_deleted} "
-                        f"index node(s); commit {(result.commit or 'none')[:10]}\nrecover with: {result.recover}")
-            else:
-                result = core.forget_conversation(settings, conversation)
-                data = result.__dict__
-                text = (f"forgot conv:{result.id[:12]}: {sum(result.ledger_rows.values())} ledger row(s), "
-                        f"{result.nodes_deleted} index node(s), citations removed from {len(result.articles)} "
-                        f"article(s), {result.sentences_removed} sentence(s) and {result.sections_removed} section(s) "
-                        f"it alone supported removed"
-                        + (f" (articles left empty and removed: {', '.join(result.articles_removed)})"
-                           if result.articles_removed else "")
-                        + f"; commit {(result.commit or 'none')[:10]}")
+        if title is not None:
+            result: Any = core.forget_article(settings, title)
+            data = result.__dict__
+            text = (f"forgot '{result.title}': removed {', '.join(result.removed)}, {result.nodes_deleted} "
+                    f"index node(s); commit {(result.commit or 'none')[:10]}\nrecover with: {result.recover}")
+        else:
+            result = core.forget_conversation(settings, conversation)
+            data = result.__dict__
+            text = (f"forgot conv:{result.id[:12]}: {sum(result.ledger_rows.values())} ledger row(s), "
+                    f"{result.nodes_deleted} index node(s), citations removed from {len(result.articles)} "
+                    f"article(s), {result.sentences_removed} sentence(s) and {result.sections_removed} section(s) "
+                    f"it alone supported removed"
+                    + (f" (articles left empty and removed: {', '.join(result.articles_removed)})"
+                       if result.articles_removed else "")
+                    + f"; commit {(result.commit or 'none')[:10]}")
         if as_json:
             emit_json(data)
         else:

@@ -16,13 +16,11 @@ def init(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
     Example: memvault --home ~/memvault init
     """
-    from memvault.lock import writer_lock
     from memvault.ops.home import init_home, sources_snippet
 
     with reporting(as_json):
         settings = settings_of(ctx)
-        with writer_lock(settings.state_dir, "memvault init", settings.lock_timeout_s):
-            result = init_home(settings.home)
+        result = init_home(settings.home, settings.lock_timeout_s)
         data = {"home": str(result.home), "created": result.created, "kept": result.kept,
                 "committed": result.committed,
                 "detected_sources": [{"kind": k, "path": p} for k, p in result.detected_sources]}

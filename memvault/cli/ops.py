@@ -195,23 +195,13 @@ def reindex(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
     Example: memvault reindex
     """
-    from memvault.embeddings import Embedder
-    from memvault.lock import writer_lock
     from memvault.ops.reindex import rebuild_index
-    from stores.ledger import Ledger
-    from stores.vault import Vault
     from memvault.progress import RichProgress
 
     with reporting(as_json):
         settings = home_settings(ctx)
-        with writer_lock(settings.state_dir, "memvault reindex", settings.lock_timeout_s), \
-                RichProgress("embedding nodes", as_bytes=False, transient=True, disable=as_json) as bar:
-            ledger = Ledger(settings.ledger_path)
-            try:
-                result = rebuild_index(settings, ledger, Vault(settings.home), Embedder(settings.embeddings.batch_size),
-                                       progress=bar)
-            finally:
-                ledger.close()
+        with RichProgress("embedding nodes", as_bytes=False, transient=True, disable=as_json) as bar:
+            result = rebuild_index(settings, progress=bar)
         render(as_json, result, lambda: console.print(
             f"reindexed {result['nodes']} nodes ({result['edges']} similar edges, model {result['model']}); "
             f"live index now {result['new_index']} (was {result['old_index']})", highlight=False))

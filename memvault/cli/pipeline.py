@@ -124,7 +124,6 @@ def redact(
     Example: memvault redact --rescan --json
     """
     from memvault.errors import UsageError
-    from memvault.lock import writer_lock
     from memvault.ops.rescan import rescan as run_rescan
 
     with reporting(as_json):
@@ -132,8 +131,7 @@ def redact(
             raise UsageError("nothing to do: `memvault redact --rescan` applies the current patterns "
                              "(built-in plus [ingest] redact_patterns) to everything already stored")
         settings = home_settings(ctx)
-        with writer_lock(settings.state_dir, "memvault redact --rescan", settings.lock_timeout_s):
-            report = run_rescan(settings)
+        report = run_rescan(settings)
         data = report.model_dump(mode="json")
         render(as_json, data, lambda: _print_rescan(data))
 

@@ -17,15 +17,18 @@ import json
 import os
 import shutil
 import time
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from memvault.errors import UsageError
 from memvault.files import atomic_write_text
+from memvault.lock import LOCK_NAME
 from memvault.ops.home import require_home
-from memvault.lock import LOCK_NAME, writer_lock
+from memvault.ops.session import writing
 from memvault.settings import Settings
+from stores.location import index_uri, inside_home
 
 
 def check_destination(home: Path, dest: Path) -> Path:
@@ -42,17 +45,10 @@ def check_destination(home: Path, dest: Path) -> Path:
 
 def backup_home(settings: Settings, dest: Path) -> dict[str, Any]:
     """Copy the home to ``dest`` under the writer lock; returns what was copied."""
-    from stores.ledger import Ledger
-
     require_home(settings.home)
     dest = check_destination(settings.home, dest)
-    with writer_lock(settings.state_dir, f"memvault backup {dest}", settings.lock_timeout_s):
-        if settings.ledger_path.exists():
-            ledger = Ledger(settings.ledger_path)
-            try:
-                ledger.checkpoint()
-            finally:
-                ledger.close()
+    with writing(settings, f"memvault backup {dest}") as session:
+        session.checkpoint_ledger()  # the file alone now holds every committed row
         partial = dest.with_name(f".{dest.name}.partial-{os.getpid()}")
         if partial.exists():
             shutil.rmtree(partial)
@@ -66,8 +62,8 @@ def backup_home(settings: Settings, dest: Path) -> dict[str, Any]:
 
         atomic_write_text(settings.state_dir / LAST_BACKUP, json.dumps({"dest": str(dest), "time": time.time()}) + "\n")
     files = [p for p in dest.rglob("*") if p.is_file()]
-    uri = settings.index_uri
-    inside = "://" not in uri and settings.home.resolve() in Path(uri).resolve().parents
+    uri = index_uri(settings)
+    inside = inside_home(settings, uri)
     return {"home": str(settings.home), "dest": str(dest), "files": len(files),
             "bytes": sum(p.stat().st_size for p in files),
             "index_copied": inside,
@@ -98,7 +94,7 @@ def restore_ledger(settings: Settings, src: Path) -> dict[str, Any]:
 
     require_home(settings.home)
     candidate = restore_source(settings, src)
-    with writer_lock(settings.state_dir, f"memvault restore {src}", settings.lock_timeout_s):
+    with writing(settings, f"memvault restore {src}") as session:
         copy = Ledger(candidate, read_only=True)
         try:
             copy.verify()
@@ -116,11 +112,8 @@ def restore_ledger(settings: Settings, src: Path) -> dict[str, Any]:
         partial = ledger.with_name(f".{ledger.name}.restoring")
         shutil.copy2(candidate, partial)
         os.replace(partial, ledger)
-        restored = Ledger(ledger)  # applies any newer migrations (copying the file aside first)
-        try:
-            counts = restored.counts()
-        finally:
-            restored.close()
+        # Opening it applies any newer migrations (copying the file aside first).
+        counts = asdict(session.ledger.counts())
     return {"home": str(settings.home), "source": str(candidate), "kept_aside": str(aside) if aside else None,
             **counts,
             "note": "conversations ingested after this copy was made are read again from their transcript files "

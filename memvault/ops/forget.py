@@ -17,13 +17,12 @@ the old text stays in git history. The nodes of articles that lost prose are del
 the index too (the next run indexes them again from the vault).
 
 Order, so that running the command again finishes an interrupted one: ledger, index, vault.
-The caller holds the writer lock for the `forget_*` functions; `plan_*` only read.
+The `forget_*` functions take the writer lock themselves; `plan_*` only read.
 """
 
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memvault.ids import conv_ref
 from memvault.markdown.gate import new_problems
@@ -33,7 +32,10 @@ from memvault.errors import MemvaultError, NotFoundError, UsageError
 from memvault.markdown.footnotes import CONV_RE, REFERENCES, renumber
 from memvault.markdown.prune import prune
 from memvault.markdown.scan import Doc
+from memvault.ops.session import Session, writing
 from memvault.settings import Settings
+from stores.ledger import Ledger
+from stores.meta import BucketsPage
 from stores.vault import Vault
 
 _HEX = re.compile(r"[0-9a-f]{4,64}")
@@ -71,38 +73,22 @@ def plan_article(settings: Settings, name: str) -> ArticlePlan:
                        talk=str(talk.relative_to(settings.home)) if talk.is_file() else None)
 
 
-def remove_bucket_section(text: str, name: str) -> str:
-    """Meta/Buckets.md without the `## name` section (the bucket is forgotten, not active)."""
-    lines = text.split("\n")
-    out: list[str] = []
-    skipping = False
-    for line in lines:
-        if line.startswith("## "):
-            skipping = line[3:].strip().casefold() == name.strip().casefold()
-        if not skipping:
-            out.append(line)
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(out))
-
-
 def forget_article(settings: Settings, name: str) -> ArticleForgotten:
-    """Remove an article: ledger (bucket forgotten), index, then files and one commit."""
-    from stores.ledger import Ledger
+    """Remove an article under the writer lock: ledger (bucket forgotten), index, then files
+    and one commit."""
+    with writing(settings, f"memvault forget {name}") as session:
+        return _forget_article(session, name)
 
+
+def _forget_article(session: Session, name: str) -> ArticleForgotten:
+    settings, vault, ledger = session.settings, session.vault, session.ledger
     plan = plan_article(settings, name)
-    vault = Vault(settings.home)
     vault.check_writable()
-    ledger = Ledger(settings.ledger_path)
-    try:
-        # A hand-written article has no bucket: one is recorded, forgotten, so the name stays taken.
-        bucket = ledger.bucket_for_stem(plan.stem) or plan.title
-        ledger.forget_bucket(bucket)
-    finally:
-        ledger.close()
-    nodes_deleted = delete_index_docs(settings, [plan.stem])
-    buckets_md = vault.meta_dir / "Buckets.md"
-    current = vault.read(buckets_md)
-    if current is not None:
-        vault.write(buckets_md, remove_bucket_section(current, bucket))
+    # A hand-written article has no bucket: one is recorded, forgotten, so the name stays taken.
+    bucket = ledger.bucket_for_stem(plan.stem) or plan.title
+    ledger.forget_bucket(bucket)
+    nodes_deleted = delete_index_docs(session, [plan.stem])
+    BucketsPage(vault).remove(bucket)
     removed = [plan.path] + ([plan.talk] if plan.talk else [])
     for rel in removed:
         vault.remove(settings.home / rel)
@@ -113,22 +99,14 @@ def forget_article(settings: Settings, name: str) -> ArticleForgotten:
                             nodes_deleted=nodes_deleted, commit=commit, recover=recover)
 
 
-def delete_index_docs(settings: Settings, docs: list[str], purge: bool = False) -> int:
+def delete_index_docs(session: Session, docs: list[str], purge: bool = False) -> int:
     """Delete every node of ``docs`` from the index (none yet: nothing to do); returns nodes deleted.
 
     ``purge`` also drops older index versions, so the deleted text is gone from disk.
     """
-    import lancedb
-
-    from memvault.embeddings import Embedder
-    from stores.nodes import NODES, NodeIndex
-
-    uri = settings.index_uri
-    if not Path(uri).exists() and "://" not in uri:
+    nodes = session.nodes()
+    if nodes is None:
         return 0
-    if NODES not in set(lancedb.connect(uri).list_tables().tables):
-        return 0
-    nodes = NodeIndex(uri, Embedder.name, Embedder.dim, create=False)
     deleted = nodes.delete_docs(docs)
     if deleted and purge:
         nodes.purge_old_versions()
@@ -165,7 +143,7 @@ def conversation_key(ref: str) -> str:
     return key
 
 
-def resolve_conversation(ledger: Any, ref: str, include_forgotten: bool = True) -> str:
+def resolve_conversation(ledger: Ledger, ref: str, include_forgotten: bool = True) -> str:
     """The full id a reference names; ambiguous prefixes are refused with the candidates."""
     from memvault.ids import short_ids
 
@@ -177,8 +155,9 @@ def resolve_conversation(ledger: Any, ref: str, include_forgotten: bool = True) 
         shorts = short_ids(hits)
         lines = []
         for cid in hits[:20]:
-            info = ledger.conversation(cid) or {}
-            lines.append(f"  conv:{shorts[cid]}  {info.get('source') or 'forgotten'}  {info.get('title') or ''}".rstrip())
+            info = ledger.conversation(cid)
+            source, title = (info.source, info.title) if info else ("forgotten", None)
+            lines.append(f"  conv:{shorts[cid]}  {source}  {title or ''}".rstrip())
         more = f"\n  … and {len(hits) - 20} more" if len(hits) > 20 else ""
         raise UsageError(f"conv:{key} matches {len(hits)} conversations; give more of the id:\n"
                          + "\n".join(lines) + more)
@@ -239,25 +218,20 @@ def has_prose(text: str) -> bool:
     return any(b.kind not in ("heading", "footnote_def", "hr", "html_block") for b in doc.blocks() if b.start < refs)
 
 
-def plan_conversation(settings: Settings, ref: str) -> ConversationPlan:
-    """What `forget --conversation REF` would remove; reads the ledger read-only."""
-    import duckdb
-
-    from stores.ledger import Ledger
-
+def _require_ledger(settings: Settings) -> None:
     if not settings.ledger_path.exists():
         raise NotFoundError(f"no ledger at {settings.ledger_path} — nothing has been ingested yet")
-    try:
-        ledger = Ledger(settings.ledger_path, read_only=True)
-    except duckdb.IOException as exc:
-        raise MemvaultError(f"the ledger is busy (another memvault process is writing): {exc} — try again") from None
-    try:
+
+
+def plan_conversation(settings: Settings, ref: str) -> ConversationPlan:
+    """What `forget --conversation REF` would remove; reads the ledger read-only (while a
+    run writes it, :class:`~memvault.errors.LedgerBusy` names the run)."""
+    _require_ledger(settings)
+    with Ledger.open(settings, read_only=True) as ledger:
         # The read-only ledger may predate the tombstone table; forgotten ids are matched later.
         cid = resolve_conversation(ledger, ref, include_forgotten=False)
-        info = ledger.conversation(cid) or {}
-    finally:
-        ledger.close()
-    plan = ConversationPlan(id=cid, title=info.get("title"), source=info.get("source"))
+        info = ledger.conversation(cid)
+    plan = ConversationPlan(id=cid, title=info.title if info else None, source=info.source if info else None)
     for stem, (_, text) in Vault(settings.home).read_articles().items():
         _, n, _ = strip_citations(text, cid)
         if n:
@@ -266,36 +240,37 @@ def plan_conversation(settings: Settings, ref: str) -> ConversationPlan:
 
 
 def forget_conversation(settings: Settings, ref: str) -> ConversationForgotten:
-    """Remove a conversation from the ledger, the index and every article; one commit."""
-    from stores.ledger import Ledger
+    """Remove a conversation from the ledger, the index and every article under the writer
+    lock; one commit."""
+    _require_ledger(settings)
+    with writing(settings, f"memvault forget --conversation {ref}") as session:
+        return _forget_conversation(session, ref)
 
-    vault = Vault(settings.home)
+
+def _forget_conversation(session: Session, ref: str) -> ConversationForgotten:
+    vault, ledger = session.vault, session.ledger
     vault.check_writable()
-    ledger = Ledger(settings.ledger_path)
-    try:
-        cid = resolve_conversation(ledger, ref)
-        # Every article is rewritten and gated before anything changes: a refusal changes nothing.
-        rewrites: dict[str, tuple[Path, str, str, int, list[str], int, int]] = {}
-        refused: dict[str, list[str]] = {}
-        for stem, (path, text) in vault.read_articles().items():
-            new, n, log, sentences, sections = forget_text(text, cid)
-            if not n:
-                continue
-            # Shrinking is the point here; every other rule of the gate holds.
-            problems = [p for p in new_problems(new, text, allowed_removed=[cid]) if not p.startswith("shrank:")]
-            if problems and has_prose(new):
-                refused[stem] = problems
-            rewrites[stem] = (path, text, new, n, log, sentences, sections)
-        if refused:
-            detail = "; ".join(f"{s}: {', '.join(r)}" for s, r in sorted(refused.items()))
-            raise MemvaultError(f"removing conv:{cid[:12]} would break article(s): {detail} — "
-                                "fix them by hand (or `memvault lint --fix`) and run forget again; nothing was changed")
-        rows = ledger.forget_conversation(cid)
-    finally:
-        ledger.close()
+    cid = resolve_conversation(ledger, ref)
+    # Every article is rewritten and gated before anything changes: a refusal changes nothing.
+    rewrites: dict[str, tuple[Path, str, str, int, list[str], int, int]] = {}
+    refused: dict[str, list[str]] = {}
+    for stem, (path, text) in vault.read_articles().items():
+        new, n, log, sentences, sections = forget_text(text, cid)
+        if not n:
+            continue
+        # Shrinking is the point here; every other rule of the gate holds.
+        problems = [p for p in new_problems(new, text, allowed_removed=[cid]) if not p.startswith("shrank:")]
+        if problems and has_prose(new):
+            refused[stem] = problems
+        rewrites[stem] = (path, text, new, n, log, sentences, sections)
+    if refused:
+        detail = "; ".join(f"{s}: {', '.join(r)}" for s, r in sorted(refused.items()))
+        raise MemvaultError(f"removing conv:{cid[:12]} would break article(s): {detail} — "
+                            "fix them by hand (or `memvault lint --fix`) and run forget again; nothing was changed")
+    rows = ledger.forget_conversation(cid)
     pruned = [stem for stem, r in rewrites.items() if r[5]]
     # The conversation's nodes, and those of articles whose prose held its words.
-    nodes_deleted = delete_index_docs(settings, [conv_ref(cid), *pruned], purge=True)
+    nodes_deleted = delete_index_docs(session, [conv_ref(cid), *pruned], purge=True)
     run_id = f"forget-conv-{cid[:12]}"
     emptied: list[str] = []
     for stem, (path, text, new, n, log, sentences, sections) in rewrites.items():

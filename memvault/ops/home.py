@@ -14,6 +14,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from memvault.errors import NoHomeError
+from memvault.lock import writer_lock
 from stores.vault import Vault
 
 # Template files whose names cannot be stored as-is in a Python package.
@@ -77,10 +78,20 @@ def sources_snippet(sources: list[tuple[str, str]]) -> str:
     return "".join(f"\n[[sources]]\nkind = {quoted(kind)}\npath = {quoted(path)}\n" for kind, path in sources)
 
 
-def init_home(home: Path) -> InitResult:
-    """Create or complete the memory home at ``home``."""
-    result = InitResult(home=home)
+def init_home(home: Path, lock_timeout_s: float = 5.0) -> InitResult:
+    """Create or complete the memory home at ``home``, under the writer lock (waiting up to
+    ``lock_timeout_s``, the settings' `lock_timeout_s`).
+
+    The lock is taken directly, not through a writing session: there are no settings to
+    load before the home (and its memvault.toml) exists.
+    """
     home.mkdir(parents=True, exist_ok=True)
+    with writer_lock(home / ".memvault", "memvault init", lock_timeout_s):
+        return _init(home)
+
+
+def _init(home: Path) -> InitResult:
+    result = InitResult(home=home)
     for rel, data in _template_files():
         target = home / rel
         if target.exists():

@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memvault.markdown.lint import DEFAULT_MAX_WORDS, Finding, lint_vault
+from memvault.ops.session import writing
+from memvault.settings import Settings
 from stores.vault import Vault
 from tasks.normalize import normalize_vault
 from tasks.wikify import clean_articles
@@ -82,14 +84,19 @@ def _snapshot(home: Path) -> dict[str, str]:
     return out
 
 
-def fix_home(home: Path, max_words: int = DEFAULT_MAX_WORDS) -> FixReport:
-    """Normalize and wikify every article, then commit once. The caller holds the writer lock.
+def fix_home(settings: Settings, max_words: int = DEFAULT_MAX_WORDS) -> FixReport:
+    """Normalize and wikify every article, then commit once, under the writer lock.
 
     Footnotes go first (the cleanup's gate would refuse an article whose footnotes are
     broken), then wikify, then normalize again for the links See also gained. Running it a
     second time changes nothing and commits nothing.
     """
-    vault = Vault(home)
+    with writing(settings, "memvault lint --fix") as session:
+        return _fix(session.vault, max_words)
+
+
+def _fix(vault: Vault, max_words: int) -> FixReport:
+    home = vault.home
     vault.check_writable()
     report = FixReport(run_id="lint-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
     report.before = lint_home(home, max_words)

@@ -1,6 +1,7 @@
 """Maintenance over the stores: compaction, a full edge rebuild, near-duplicate merging, age
-tiers, retired index directories. Pure functions of open stores and plain values; the
-`maintenance` flow (flows/maintenance.py) runs them under the writer lock.
+tiers, retired index directories. Functions of open stores (a node index, or the writing
+:class:`~memvault.ops.session.Session` whose lock they run under) and plain values; the
+`maintenance` flow (flows/maintenance.py) opens the session and runs each as a task.
 
 Every step keeps recall working while it runs: LanceDB writes are new versions (readers keep
 the one they opened), old versions are deleted only past a margin, and the edge set is swapped
@@ -9,15 +10,13 @@ in one commit.
 
 import difflib
 import re
-import shutil
-import time
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from memvault.settings import INDEX_POINTER, Settings
+from memvault.ops.session import Session
+from stores.location import retire_replaced_indexes
 from stores.nodes import NodeIndex, now_utc
 
 
@@ -157,26 +156,14 @@ def age_tiers(nodes: NodeIndex, cold_after_days: int | None, now: datetime | Non
     return {"cold": len(cold)}
 
 
-def retire_old_indexes(settings: Settings, margin_hours: float) -> dict[str, Any]:
+def retire_old_indexes(session: Session, margin_hours: float) -> dict[str, Any]:
     """Delete node-index directories that `memvault reindex` replaced, once past the margin.
 
     A reader that opened the old index before the swap keeps working until then.
     """
-    current = Path(settings.index_uri).resolve() if "://" not in settings.index_uri else None
-    removed = []
-    cutoff = time.time() - margin_hours * 3600
-    for path in sorted(settings.state_dir.glob("nodes*.lance")):
-        if path.is_dir() and path.resolve() != current and path.stat().st_mtime < cutoff:
-            shutil.rmtree(path)
-            removed.append(path.name)
-    return {"retired_indexes": removed}
+    return {"retired_indexes": retire_replaced_indexes(session.settings, margin_hours * 3600)}
 
 
-def set_live_index(settings: Settings, uri: str) -> None:
-    """Point every NodeIndex user at ``uri`` with one atomic file replace."""
-    from memvault.files import atomic_write_text
-
-    state = settings.state_dir.resolve()
-    local = Path(uri).resolve() if "://" not in uri else None
-    value = local.name if local is not None and local.parent == state else uri
-    atomic_write_text(settings.state_dir / INDEX_POINTER, value + "\n")
+def checkpoint_ledger(session: Session) -> dict[str, Any]:
+    """Fold the ledger's write-ahead log into its file (nothing to do before the first run)."""
+    return {"checkpointed": session.checkpoint_ledger()}

@@ -47,7 +47,7 @@ class MemoryService:
     @property
     def nodes(self) -> NodeIndex:
         if self._nodes is None:
-            self._nodes = NodeIndex(self.settings.index_uri, self.embedder.name, self.embedder.dim, create=False)
+            self._nodes = NodeIndex.open_existing(self.settings)
         return self._nodes
 
     def weights(self) -> ScoringWeights:

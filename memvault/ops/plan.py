@@ -9,24 +9,19 @@ from pathlib import Path
 from typing import Any
 
 from memvault.budget import estimate_calls, progress
-from memvault.errors import LockedError
+from memvault.settings import Settings
+from stores.ledger import Ledger
 
 
-def _scoped(ledger: Any, since: datetime | None) -> tuple[list[str], list[str], dict[str, list[str]]]:
+def _scoped(ledger: Ledger, since: datetime | None) -> tuple[list[str], list[str], dict[str, list[str]]]:
     """Conversations to chunk, unassigned chunk ids and pending chunks by bucket, within `since`."""
-    todo = ledger.conversations_to_chunk()
-    unassigned = [c for c, _ in ledger.unassigned_chunks()]
-    pending = ledger.pending_by_bucket()
-    if since is not None:
-        recent = ledger.conversations_updated_since(since)
-        owners = ledger.chunk_conversation_ids(unassigned + [c for ids in pending.values() for c in ids])
-        todo = [c for c in todo if c in recent]
-        unassigned = [c for c in unassigned if owners.get(c) in recent]
-        pending = {b: kept for b, ids in pending.items() if (kept := [c for c in ids if owners.get(c) in recent])}
+    todo = ledger.conversations_to_chunk(since=since)
+    unassigned = [c for c, _ in ledger.unassigned_chunks(since=since)]
+    pending = ledger.pending_by_bucket(since=since)
     return todo, unassigned, pending
 
 
-def backlog(ledger: Any, since: datetime | None, units_done: dict[str, int],
+def backlog(ledger: Ledger, since: datetime | None, units_done: dict[str, int],
             results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """What is left after this run, the rate this run achieved, and the runs still needed."""
     todo, unassigned, pending = _scoped(ledger, since)
@@ -38,18 +33,12 @@ def backlog(ledger: Any, since: datetime | None, units_done: dict[str, int],
     return out
 
 
-def dry_run_plan(settings: Any, since: datetime | None, files: list[tuple[str, Path]], stages: list[str]) -> dict[str, Any]:
+def dry_run_plan(settings: Settings, since: datetime | None, files: list[tuple[str, Path]], stages: list[str]) -> dict[str, Any]:
     """What a run would process and the model calls it would make; reads, never writes.
 
-    Opens the ledger read-only, which DuckDB allows only while no writer holds it.
+    Opens the ledger read-only, which DuckDB allows only while no writer holds it: while a
+    run writes, :class:`~memvault.errors.LedgerBusy` names it.
     """
-    from memvault.lock import holder
-    from stores.ledger import Ledger
-
-    busy = holder(settings.state_dir)
-    if busy:
-        raise LockedError(f"another memvault process (pid {busy.get('pid', '?')}, {busy.get('command', '?')}) is "
-                          "writing; run the dry run again when it has finished")
     plan: dict[str, Any] = {"dry_run": True, "stages": stages, "engine": settings.engine,
                             "since": since.isoformat() if since else None}
     if not settings.ledger_path.exists():
@@ -58,17 +47,14 @@ def dry_run_plan(settings: Any, since: datetime | None, files: list[tuple[str, P
                         engine=settings.engine, conversations=0, chunks_per_conversation=1.0, unassigned=0,
                         pending_by_bucket={}, cluster_batch=1, synth_batch=1))
         return plan
-    ledger = Ledger(settings.ledger_path, read_only=True)
-    try:
+    with Ledger.open(settings, read_only=True) as ledger:
         changed = 0
         for _, path in files:
             mark = ledger.watermark(str(path.resolve()))
             st = path.stat()
-            changed += mark is None or mark["size"] != st.st_size or mark["mtime"] != st.st_mtime
+            changed += mark is None or mark.size != st.st_size or mark.mtime != st.st_mtime
         todo, unassigned, pending = _scoped(ledger, since)
         per_conv = ledger.chunks_per_conversation()
-    finally:
-        ledger.close()
     sizes = {b: len(ids) for b, ids in pending.items()}
     calls = estimate_calls(engine=settings.engine, conversations=len(todo) if "chunk" in stages else 0,
                            chunks_per_conversation=per_conv if "cluster" in stages else 0.0,

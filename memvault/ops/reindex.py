@@ -3,41 +3,30 @@
 Used after the embedding model changes (vectors of two models are never mixed) or when the
 index is lost. The old index keeps serving recall while the new one is built beside it; when
 the new one is complete, one atomic write of `.memvault/nodes.current` makes it the live
-index (`Settings.index_uri` reads that pointer). The old directory stays until `memvault
-maintenance` retires it past the cleanup margin, so a reader that opened it keeps working.
+index (stores/location.py reads and writes that pointer). The old directory stays until
+`memvault maintenance` retires it past the cleanup margin, so a reader that opened it keeps
+working.
 
 Reuses the index stage's pure functions (rows_for, embed_rows) and maintenance's exact edge
-pass; the caller holds the writer lock, so no run changes the ledger or vault meanwhile.
+pass; it holds the writer lock, so no run changes the ledger or vault meanwhile.
 """
 
-import shutil
-import uuid
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
+from memvault.embeddings import Embedder
 from memvault.ids import short_ids
-from memvault.ops.maintenance import rebuild_edges, set_live_index
 from memvault.markdown.tree import article_nodes
+from memvault.ops.maintenance import rebuild_edges
+from memvault.ops.session import writing
 from memvault.progress import Progress
 from memvault.settings import Settings
 from stores.ledger import Ledger
+from stores.location import index_uri, next_index_uri, remove_local_index, set_live_index
 from stores.nodes import NodeIndex
 from stores.vault import Vault
 from tasks.index import conversation_rows, embed_rows, rows_for
 
 BATCH = 256
-
-
-def next_index_uri(settings: Settings) -> str:
-    """A fresh location beside the configured one (never the live one)."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    base = settings.index.uri
-    if base and "://" in base:
-        base = base.rstrip("/")
-        return f"{base[:-6]}-{stamp}.lance" if base.endswith(".lance") else f"{base}-{stamp}"
-    parent = Path(base).expanduser().resolve().parent if base else settings.state_dir
-    return str(parent / f"nodes-{stamp}.lance")
 
 
 def all_rows(ledger: Ledger, vault: Vault, context_turns: int) -> tuple[list[dict[str, Any]], list[str]]:
@@ -53,14 +42,21 @@ def all_rows(ledger: Ledger, vault: Vault, context_turns: int) -> tuple[list[dic
     return rows, cids
 
 
-def rebuild_index(settings: Settings, ledger: Ledger, vault: Vault, embedder: Any,
-                  progress: Progress | None = None) -> dict[str, Any]:
-    """Build a complete new index, then make it the live one; returns counts and both locations."""
-    old = settings.index_uri
+def rebuild_index(settings: Settings, embedder: Embedder | None = None, progress: Progress | None = None) -> dict[str, Any]:
+    """Under the writer lock, build a complete new index, then make it the live one; returns
+    counts and both locations."""
+    embedder = embedder or Embedder(settings.embeddings.batch_size)
+    with writing(settings, "memvault reindex") as session:
+        return _rebuild(settings, session.ledger, session.vault, embedder, progress)
+
+
+def _rebuild(settings: Settings, ledger: Ledger, vault: Vault, embedder: Embedder,
+             progress: Progress | None) -> dict[str, Any]:
+    old = index_uri(settings)
     rows, cids = all_rows(ledger, vault, settings.index.context_turns)
     uri = next_index_uri(settings)
     try:
-        index = NodeIndex(uri, embedder.name, embedder.dim, create=True)
+        index = NodeIndex.open_or_create(settings, uri)
         if progress:
             progress.begin(len(rows))
         pending = 0
@@ -76,8 +72,7 @@ def rebuild_index(settings: Settings, ledger: Ledger, vault: Vault, embedder: An
             index.ensure_indexes(settings.index.ann_threshold)
     except BaseException:
         # The live index was never touched; drop the half-built one so it cannot be mistaken.
-        if "://" not in uri and Path(uri).exists():
-            shutil.rmtree(uri)
+        remove_local_index(uri)
         raise
     set_live_index(settings, uri)
     ledger.mark_indexed(cids)

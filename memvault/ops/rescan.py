@@ -8,15 +8,14 @@ bytes are purged where memvault controls them: the ledger file is rewritten and 
 old versions are dropped. Git history is the user's to rewrite; the report says how.
 """
 
-from __future__ import annotations
-
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from memvault.ids import conv_ref
+from memvault.ops.session import Session, writing
 from memvault.redact import redact, redact_json
 from memvault.settings import Settings
 
@@ -43,7 +42,7 @@ class RescanReport(BaseModel):
     note: str = ""
 
 
-def _redactor(patterns: dict[str, str] | None, report: RescanReport) -> Any:
+def _redactor(patterns: dict[str, str] | None, report: RescanReport) -> Callable[[str, str], str]:
     def count(counts: dict[str, int]) -> None:
         for kind, n in counts.items():
             report.redactions[kind] = report.redactions.get(kind, 0) + n
@@ -62,11 +61,9 @@ def _redactor(patterns: dict[str, str] | None, report: RescanReport) -> Any:
     return apply
 
 
-def _rescan_vault(settings: Settings, patterns: dict[str, str] | None, report: RescanReport) -> None:
-    from stores.vault import Vault
-
-    vault = Vault(settings.home)
-    home = settings.home
+def _rescan_vault(session: Session, patterns: dict[str, str] | None, report: RescanReport) -> None:
+    vault = session.vault
+    home = session.settings.home
     for folder in VAULT_FOLDERS:
         root = home / folder
         if not root.is_dir():
@@ -83,18 +80,12 @@ def _rescan_vault(settings: Settings, patterns: dict[str, str] | None, report: R
         report.committed = vault.commit(f"redact: rescan removed secrets from {len(report.vault_files)} file(s)") is not None
 
 
-def _rescan_index(settings: Settings, patterns: dict[str, str] | None, report: RescanReport,
+def _rescan_index(session: Session, patterns: dict[str, str] | None, report: RescanReport,
                   touched: set[str]) -> list[str]:
     """Remove documents with secrets (and re-queue changed conversations); returns conversation ids."""
-    import lancedb
-
-    from memvault.embeddings import Embedder
-    from stores.nodes import NODES, NodeIndex
-
-    uri = settings.index_uri
-    if NODES not in set(lancedb.connect(uri).list_tables().tables):
+    nodes = session.nodes()
+    if nodes is None:
         return []
-    nodes = NodeIndex(uri, Embedder.name, Embedder.dim, create=False)
     docs = set(nodes.docs_matching(lambda text: redact(text, patterns)[0] != text))
     # A conversation whose ledger text changed is rebuilt too, even if its nodes looked clean.
     docs |= {conv_ref(cid) for cid in touched if nodes.doc_hashes(conv_ref(cid))}
@@ -107,28 +98,22 @@ def _rescan_index(settings: Settings, patterns: dict[str, str] | None, report: R
 def rescan(settings: Settings) -> RescanReport:
     """Redact everything stored under ``settings.home`` with the current patterns.
 
-    The caller holds the writer lock. Order: vault, ledger, index — each step is idempotent,
-    so an interrupted rescan is finished by running it again.
+    Under the writer lock. Order: vault, ledger, index — each step is idempotent, so an
+    interrupted rescan is finished by running it again.
     """
-    from stores.ledger import Ledger
-
-    from stores.vault import Vault
-
-    Vault(settings.home).check_writable()
     patterns = settings.ingest.redact_patterns or None
     report = RescanReport()
-    _rescan_vault(settings, patterns, report)
-    ledger = Ledger(settings.ledger_path)
-    try:
+    with writing(settings, "memvault redact --rescan") as session:
+        session.vault.check_writable()
+        _rescan_vault(session, patterns, report)
+        ledger = session.ledger
         counts, touched = ledger.rewrite_texts(_redactor(patterns, report))
         report.ledger = counts
         report.conversations = len(touched)
         if any(counts.values()):
             ledger.compact()  # freed blocks would otherwise still hold the old text
-        requeue = _rescan_index(settings, patterns, report, touched)
+        requeue = _rescan_index(session, patterns, report, touched)
         ledger.clear_indexed(requeue)
-    finally:
-        ledger.close()
     report.backups = sorted(str(p) for p in Path(settings.state_dir).glob("*.bak"))
     report.note = HISTORY_NOTE.format(home=settings.home)
     return report

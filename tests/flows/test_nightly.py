@@ -19,19 +19,16 @@ def test_first_run_writes_articles_citing_their_conversations(demo_runs) -> None
     assert report["stages"]["ingest"]["conversations_new"] == 11
     articles = Vault(home).list_articles()
     assert len(articles) >= 2
-    ledger = Ledger(load_settings(home).ledger_path, read_only=True)
-    try:
+    with Ledger.open(load_settings(home), read_only=True) as ledger:
         for path in articles:
             cited = set(citations(path.read_text()))
             assert cited, f"{path.name} cites nothing"
-            sources = {r[0] for r in ledger.con.execute(
-                "SELECT DISTINCT c.conversation_id FROM synthesized_bucket_chunks s JOIN chunks c ON c.id = s.chunk_id "
-                "WHERE replace(s.bucket, ' ', '_') = ?", [path.stem]).fetchall()}
+            bucket = ledger.bucket_for_stem(path.stem)
+            assert bucket is not None, f"{path.name} has no bucket"
+            sources = {ledger.chunk(c).conversation_id for c in ledger.synthesized_chunks(bucket)}
             for short in cited:
                 assert any(full.startswith(short) for full in sources), f"{path.name} cites conv:{short} it did not come from"
             assert all(any(full.startswith(s) for s in cited) for full in sources)
-    finally:
-        ledger.close()
     assert set(report["articles_created"]) == {p.stem for p in articles}
     assert re.search(r"^\[\^1\]: `conv:[0-9a-f]{8,}` \(\d{4}-\d\d-\d\d, (claude-code|chatgpt)\) — ",
                      articles[0].read_text(), re.M)

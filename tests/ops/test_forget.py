@@ -6,10 +6,12 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 
-from memvault.embeddings import Embedder
+from memvault.models import Conversation
 from memvault.ops.forget import strip_citations
 from memvault.markdown.footnotes import check_bijection, citations
 from memvault.markdown.gate import gate
@@ -17,11 +19,11 @@ from memvault.settings import load_settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 from stores.vault import Vault
-from tests.helpers import cli, run_flow
+from tests.helpers import ROOT, cli, run_flow
 
 
 def _nodes(home: Path) -> NodeIndex:
-    return NodeIndex(load_settings(home).index_uri, Embedder.name, Embedder.dim, create=False)
+    return NodeIndex.open_existing(load_settings(home))
 
 
 def _git(home: Path, *args: str) -> str:
@@ -42,15 +44,13 @@ def test_forget_article_is_recoverable_and_leaves_no_node(demo_copy: Path, demo_
     assert _git(home, "show", f"HEAD~1:articles/{stem}.md") == text  # recoverable
     assert _nodes(home).doc_hashes(stem) == {}
     assert f"## {data['bucket']}\n" not in (home / "Meta" / "Buckets.md").read_text()
-    ledger = Ledger(load_settings(home).ledger_path)
-    try:
-        bucket = next(b for b in ledger.buckets(include_forgotten=True) if b["name"] == data["bucket"])
-        assert bucket["forgotten"] and data["bucket"].casefold() in ledger.taken_bucket_names()
-        # Even chunks not yet synthesized are never offered to synthesis under that bucket again.
-        ledger.con.execute("DELETE FROM synthesized_bucket_chunks WHERE bucket = ?", [data["bucket"]])
+    with Ledger.open(load_settings(home)) as ledger:
+        bucket = next(b for b in ledger.buckets(include_forgotten=True) if b.name == data["bucket"])
+        assert bucket.forgotten and data["bucket"].casefold() in ledger.taken_bucket_names()
+        # Even a chunk not yet synthesized is never offered to synthesis under that bucket again.
+        [fresh] = ledger.assigned_chunk_ids(1)
+        ledger.assign(fresh, data["bucket"], 1.0, "test")
         assert data["bucket"] not in ledger.pending_by_bucket()
-    finally:
-        ledger.close()
     report = run_flow(home, paths=[str(demo_runs["samples"])])
     assert report["status"] == "completed"
     assert not path.exists() and _nodes(home).doc_hashes(stem) == {}
@@ -62,11 +62,8 @@ def test_forget_conversation_removes_citations_nodes_and_never_comes_back(demo_c
     articles = {p.stem: p.read_text() for p in Vault(home).list_articles()}
     short = next(c for t in articles.values() for c in citations(t))
     settings = load_settings(home)
-    ledger = Ledger(settings.ledger_path, read_only=True)
-    try:
+    with Ledger.open(settings, read_only=True) as ledger:
         cid = next(i for i in ledger.conversation_ids() if i.startswith(short))
-    finally:
-        ledger.close()
     assert _nodes(home).doc_hashes(f"conv:{cid}")
     commits = Vault(home).commit_count()
     result = cli("--home", str(home), "forget", "--conversation", f"conv:{short}", "--yes", "--json")
@@ -99,54 +96,55 @@ def test_forget_conversation_removes_citations_nodes_and_never_comes_back(demo_c
             if gone:
                 assert "whose only support was that conversation" in talk
     assert _nodes(home).doc_hashes(f"conv:{cid}") == {}
-    ledger = Ledger(settings.ledger_path)
-    try:
-        assert ledger.conversation(cid) is None and ledger.is_forgotten_conversation(cid)
-        for table, column in (("messages", "conversation_id"), ("chunks", "conversation_id")):
-            assert ledger.con.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?", [cid]).fetchone()[0] == 0
-    finally:
-        ledger.close()
+    with Ledger.open(settings) as ledger:
+        # Gone, with its messages and chunks; its tombstone still answers to its id.
+        assert ledger.conversation(cid) is None and ledger.active_thread(cid) == []
+        assert ledger.chunked_message_ids(cid) == set()
+        assert ledger.conversation_ids_with_prefix(cid) == [cid]
+        assert ledger.conversation_ids_with_prefix(cid, include_forgotten=False) == []
     # The same files again (unchanged: skipped), then a fresh copy of them (re-parsed whole).
     again = tmp_path / "again"
     shutil.copytree(demo_runs["samples"], again)
     for paths in ([str(demo_runs["samples"])], [str(again)]):
         report = run_flow(home, only=["ingest"], paths=paths)
         assert report["stages"]["ingest"]["conversations_new"] == 0
-    ledger = Ledger(settings.ledger_path, read_only=True)
-    try:
-        assert ledger.conversation(cid) is None
-        assert ledger.con.execute("SELECT count(*) FROM messages WHERE conversation_id = ?", [cid]).fetchone()[0] == 0
-    finally:
-        ledger.close()
+    with Ledger.open(settings, read_only=True) as ledger:
+        assert ledger.conversation(cid) is None and ledger.active_thread(cid) == []
 
 
-def _two_similar_conversations(home: Path) -> tuple[str, str]:
-    ledger = Ledger(load_settings(home).ledger_path)
-    a, b = "abcd1" + "0" * 59, "abcd2" + "0" * 59
-    try:
-        for cid, title in ((a, "first"), (b, "second")):
-            ledger.con.execute("INSERT INTO conversations (id, source, native_id, title) VALUES (?, 'pi', ?, ?)",
-                               [cid, cid, title])
-    finally:
-        ledger.close()
-    return a, b
+def _two_similar_conversations(home: Path) -> tuple[Conversation, Conversation]:
+    """Two stored conversations whose ids share their first four hex digits (not the fifth)."""
+    seen: dict[str, Conversation] = {}
+    n = 0
+    while True:  # ids are hashes: the first collision on four hex digits comes within ~300 tries
+        conv = Conversation(source="pi", native_id=f"session-{n}", title=f"title {n}")
+        first = seen.setdefault(conv.id[:4], conv)
+        if first.id[4] != conv.id[4]:
+            break
+        n += 1
+    with Ledger.open(load_settings(home)) as ledger:
+        ledger.upsert_conversations([first, conv])
+    return first, conv
 
 
 def test_forget_conversation_prefixes_and_misuse(home: Path) -> None:
-    a, _ = _two_similar_conversations(home)
-    ambiguous = cli("--home", str(home), "forget", "--conversation", "conv:abcd", "--yes")
+    first, second = _two_similar_conversations(home)
+    a, b = first.id, second.id
+    ambiguous = cli("--home", str(home), "forget", "--conversation", f"conv:{a[:4]}", "--yes")
     assert ambiguous.exit_code == 2
-    assert "conv:abcd1" in ambiguous.output and "conv:abcd2" in ambiguous.output and "second" in ambiguous.output
+    assert f"conv:{a[:5]}" in ambiguous.output and f"conv:{b[:5]}" in ambiguous.output
+    assert first.title in ambiguous.output and second.title in ambiguous.output
     assert cli("--home", str(home), "forget", "--conversation", "conv:zz", "--yes").exit_code == 2
-    assert cli("--home", str(home), "forget", "--conversation", "conv:ffff", "--yes").exit_code == 1
+    missing = next(h for h in ("ffff", "0000", "aaaa") if not a.startswith(h) and not b.startswith(h))
+    assert cli("--home", str(home), "forget", "--conversation", f"conv:{missing}", "--yes").exit_code == 1
     assert cli("--home", str(home), "forget", "--yes").exit_code == 2
-    assert cli("--home", str(home), "forget", "X", "--conversation", "conv:abcd1", "--yes").exit_code == 2
-    declined = cli("--home", str(home), "forget", "--conversation", "abcd1")  # no --yes, no answer
+    assert cli("--home", str(home), "forget", "X", "--conversation", f"conv:{a[:5]}", "--yes").exit_code == 2
+    declined = cli("--home", str(home), "forget", "--conversation", a[:5])  # no --yes, no answer
     assert declined.exit_code == 1
-    ok = cli("--home", str(home), "forget", "--conversation", "abcd1", "--yes", "--json")
+    ok = cli("--home", str(home), "forget", "--conversation", a[:5], "--yes", "--json")
     assert ok.exit_code == 0 and json.loads(ok.output)["id"] == a
     # Running it again finishes nothing left to do, and still finds the id by its tombstone.
-    assert cli("--home", str(home), "forget", "--conversation", "abcd1", "--yes").exit_code in (0, 1)
+    assert cli("--home", str(home), "forget", "--conversation", a[:5], "--yes").exit_code in (0, 1)
 
 
 def test_forget_article_asks_first_and_unknown_names_fail(home: Path) -> None:
@@ -162,12 +160,10 @@ def test_forget_article_asks_first_and_unknown_names_fail(home: Path) -> None:
     assert declined.exit_code == 1 and (home / "articles" / "Hand_Written.md").exists()
     accepted = CliRunner().invoke(app, ["--home", str(home), "forget", "hand written"], input="y\n")
     assert accepted.exit_code == 0 and not (home / "articles" / "Hand_Written.md").exists()
-    ledger = Ledger(load_settings(home).ledger_path)
-    try:  # a hand-written article has no bucket: one is recorded, forgotten, so the name stays taken
+    with Ledger.open(load_settings(home)) as ledger:
+        # a hand-written article has no bucket: one is recorded, forgotten, so the name stays taken
         assert "hand written" in ledger.taken_bucket_names()
         assert ledger.buckets() == []
-    finally:
-        ledger.close()
 
 
 def test_strip_citations_keeps_other_conversations_of_a_shared_definition() -> None:
@@ -183,3 +179,48 @@ def test_strip_citations_keeps_other_conversations_of_a_shared_definition() -> N
     assert log == ["dropped citation marker [^1] on line 3: no definition"]
     assert gate(new, text, allowed_removed=["aaaaaaaa" + "1" * 56]) == []
     assert any("lost citation conv:aaaaaaaa" in r for r in gate(new, text))
+
+
+# A stand-in for a nightly run in another process: the writer lock, and the ledger read-write.
+RUN = """
+import sys
+from pathlib import Path
+from memvault.lock import writer_lock
+from stores.ledger import Ledger
+state = Path(sys.argv[1])
+with writer_lock(state, "memvault run 20260101-000000-abcdef", 5):
+    ledger = Ledger(state / "ledger.duckdb")
+    print("ready", flush=True)
+    sys.stdin.readline()
+    ledger.close()
+"""
+
+
+def test_forget_while_a_run_writes_names_the_run_and_changes_nothing(demo_copy: Path) -> None:
+    from memvault.errors import LockedError
+    from memvault.ops.forget import forget_article, forget_conversation
+
+    home = demo_copy
+    articles = {p.name: p.read_text() for p in Vault(home).list_articles()}
+    short = next(c for t in articles.values() for c in citations(t))
+    commits = Vault(home).commit_count()
+    run = subprocess.Popen([sys.executable, "-c", RUN, str(home / ".memvault")], cwd=ROOT,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert run.stdout.readline().strip() == "ready"
+        for args in (["--conversation", f"conv:{short}"], [next(iter(articles)).removesuffix(".md")]):
+            result = cli("--home", str(home), "forget", *args, "--yes")
+            assert result.exit_code == 1, result.output
+            assert f"another memvault process (pid {run.pid}, memvault run 20260101-000000-abcdef" in result.output
+            assert "Conflicting lock" not in result.output and "IO Error" not in result.output  # not DuckDB's text
+        # A Python (or MCP) caller of the operations goes through the same lock.
+        settings = load_settings(home, lock_timeout_s=0.2)
+        with pytest.raises(LockedError, match=f"pid {run.pid}, memvault run"):
+            forget_conversation(settings, f"conv:{short}")
+        with pytest.raises(LockedError, match=f"pid {run.pid}, memvault run"):
+            forget_article(settings, next(iter(articles)).removesuffix(".md"))
+    finally:
+        run.communicate("done\n", timeout=60)
+    assert run.returncode == 0
+    assert {p.name: p.read_text() for p in Vault(home).list_articles()} == articles
+    assert Vault(home).commit_count() == commits

@@ -9,6 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from memvault.settings import load_settings
+from stores.location import index_uri
 from tasks.index import missing_conversations
 
 
@@ -32,7 +33,7 @@ def test_a_deleted_index_is_reported_and_rebuilt_whole(demo_copy: Path, prefect)
     home = demo_copy
     before = _status(home)
     assert before["warnings"] == [] and before["nodes"] > 0
-    shutil.rmtree(Path(load_settings(home).index_uri))
+    shutil.rmtree(Path(index_uri(load_settings(home))))
     warned = _status(home)
     assert warned["nodes"] == 0
     assert any(f"lacks {before['conversations']} of the {before['conversations']} conversation" in w

@@ -78,9 +78,9 @@ def test_cold_nodes_leave_vector_search_but_stay_in_full_text(tmp_path: Path) ->
     nodes = _index(tmp_path, rows)
     assert ops.age_tiers(nodes, None) == {"cold": 0}
     assert ops.age_tiers(nodes, 180, now=datetime(2026, 2, 1)) == {"cold": 1}
-    hits = [r["id"] for r in nodes.vector_search(np.array([1.0, 0, 0, 0], dtype=np.float32), 5)]
-    assert "old" not in hits and {"new", "art"} <= set(hits)
-    assert "old" in [r["id"] for r in nodes.fts_search("retention fourteen", 5)]
+    vector_hits, text_hits = nodes.recall_search(np.array([1.0, 0, 0, 0], dtype=np.float32), "retention fourteen", 5)
+    assert "old" not in [r["id"] for r in vector_hits] and {"new", "art"} <= {r["id"] for r in vector_hits}
+    assert "old" in [r["id"] for r in text_hits]
     assert nodes.pending_ids() == []  # cold is deliberate: the index stage must not re-embed it
     assert ops.age_tiers(nodes, 180, now=datetime(2026, 2, 1)) == {"cold": 0}
 
@@ -108,7 +108,7 @@ def test_maintenance_flow_leaves_recall_unchanged(demo_copy: Path, embedder) -> 
         return [[(h["id"], h["path"]) for h in service.recall(q)["hits"]] for q in QUERIES]
 
     before = recall()
-    edges_before = len(NodeIndex(settings.index_uri, embedder.name, embedder.dim, create=False).all_edges())
+    edges_before = len(NodeIndex.open_existing(settings).all_edges())
     report = maintenance(MaintenanceOptions(home=str(home), cleanup_after_hours=0))
     assert list(report["steps"]) == ["merge", "edges", "tiers", "compact", "retire", "checkpoint"]
     assert report["steps"]["checkpoint"]["checkpointed"] is True

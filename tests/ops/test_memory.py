@@ -26,7 +26,7 @@ TURNS = [
 @pytest.fixture
 def service(home: Path, embedder) -> MemoryService:
     settings = load_settings(home)
-    nodes = NodeIndex(settings.index_uri, embedder.name, embedder.dim)
+    nodes = NodeIndex.open_or_create(settings)
     when = datetime(2023, 5, 8, 13, 56)
     msgs = [(dia, who, text, when) for dia, who, text in TURNS]
     tree = conversation_nodes("chat", "s1", "Ann and Bo", "2023-05-08", "test", msgs)
@@ -77,7 +77,7 @@ def camping_service(home: Path, embedder, reply_damping: float) -> MemoryService
     # Turns embedded alone (no context window), so the answer shares nothing with the query
     # and only the question turn is found directly.
     settings = load_settings(home, index={"context_turns": 0}, recall={"reply_damping": reply_damping})
-    nodes = NodeIndex(settings.index_uri, embedder.name, embedder.dim)
+    nodes = NodeIndex.open_or_create(settings)
     msgs = [(dia, who, text, datetime(2023, 8, 20)) for dia, who, text in CAMPING]
     tree = conversation_nodes("lake", "s2", "Ann and Bo", "2023-08-20", "test", msgs)
     write_index(nodes, embedder, rows_for("conv:lake", "conversation", tree, 0), [], settings.index)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from memvault.ops.memory import MemoryService
 from memvault.settings import load_settings
+from stores.location import index_uri
 from tests.helpers import ROOT
 
 WRITER = Path(__file__).with_name("index_writer.py")
@@ -43,7 +44,7 @@ def test_recall_while_the_index_is_being_written(doors_home, embedder, spawn, tm
     shutil.copytree(doors_home, home)
     settings = load_settings(home)
     stop = tmp_path / "stop"
-    writer = spawn([sys.executable, str(WRITER), settings.index_uri, str(stop), "500"],
+    writer = spawn([sys.executable, str(WRITER), index_uri(settings), str(stop), "500"],
                    stdout=subprocess.PIPE, text=True, cwd=ROOT)
     lines = lines_of(writer)
     next_line(lines, "ready")

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from memvault.errors import UsageError
-from memvault.settings import INDEX_POINTER, load_settings
+from memvault.settings import load_settings
+from stores.location import INDEX_POINTER, index_uri
 
 QUERY = "when does the postgres backup run and how long is it kept"
 
@@ -32,14 +33,13 @@ def _cli(home: Path, *args: str, env: dict | None = None) -> _Result:
 def test_reindex_builds_beside_the_old_index_and_swaps(demo_copy: Path, embedder) -> None:
     from memvault.ops.maintenance import retire_old_indexes
     from memvault.ops.memory import MemoryService
-    from stores.ledger import Ledger
-    from stores.nodes import NodeIndex
-    from stores.vault import Vault
     from memvault.ops.reindex import rebuild_index
+    from memvault.ops.session import writing
+    from stores.nodes import NodeIndex
 
     home = demo_copy
     settings = load_settings(home)
-    old_uri = settings.index_uri
+    old_uri = index_uri(settings)
     old_files = sorted(p.relative_to(old_uri) for p in Path(old_uri).rglob("*"))
     before = MemoryService(settings, embedder).recall(QUERY)["hits"]
     assert before
@@ -53,7 +53,7 @@ def test_reindex_builds_beside_the_old_index_and_swaps(demo_copy: Path, embedder
 
         def advance(self, amount: int, label: str = "") -> None:
             if not during:
-                assert load_settings(home).index_uri == old_uri
+                assert index_uri(load_settings(home)) == old_uri
                 during.append([h["path"] for h in MemoryService(load_settings(home), embedder).recall(QUERY)["hits"]])
 
         def done(self) -> None:
@@ -61,22 +61,19 @@ def test_reindex_builds_beside_the_old_index_and_swaps(demo_copy: Path, embedder
 
     progress = MidBuild()
 
-    ledger = Ledger(settings.ledger_path)
-    try:
-        result = rebuild_index(settings, ledger, Vault(home), embedder, progress=progress)
-    finally:
-        ledger.close()
+    result = rebuild_index(settings, embedder, progress=progress)
     assert during and during[0] == [h["path"] for h in before]
-    new_uri = load_settings(home).index_uri
+    new_uri = index_uri(load_settings(home))
     assert new_uri == result["new_index"] != old_uri
     assert Path(new_uri).parent == home / ".memvault"
     assert (home / ".memvault" / INDEX_POINTER).read_text().strip() == Path(new_uri).name  # relative: portable
-    assert result["nodes"] == NodeIndex(old_uri, embedder.name, embedder.dim, create=False).count()
+    assert result["nodes"] == NodeIndex(old_uri, embedder.name, embedder.dim, create=False).count()  # the old one
     after = MemoryService(load_settings(home), embedder).recall(QUERY)["hits"]
     assert [h["path"] for h in after][:3] == [h["path"] for h in before][:3]
     # The old directory is left untouched for readers that opened it, then retired past the margin.
     assert sorted(p.relative_to(old_uri) for p in Path(old_uri).rglob("*")) == old_files
-    assert retire_old_indexes(load_settings(home), margin_hours=0) == {"retired_indexes": ["nodes.lance"]}
+    with writing(load_settings(home), "test: retire") as session:
+        assert retire_old_indexes(session, margin_hours=0) == {"retired_indexes": ["nodes.lance"]}
     assert not Path(old_uri).exists() and Path(new_uri).is_dir()
 
 

@@ -29,13 +29,12 @@ def test_rescan_removes_a_newly_covered_secret_everywhere(home: Path, tmp_path: 
     settings = load_settings(home)
     src = tmp_path / "s.jsonl"
     src.write_text(cc_session("corp", [f"The deploy token is {SECRET}", f"Noted: {SECRET} goes in CI."]))
-    ledger = Ledger(settings.ledger_path)
-    run_ingest(ledger, settings, [("claude-code", src)])
-    [cid] = ledger.conversation_ids()
-    msgs = [(m["native_id"], m["role"], m["text"], m["timestamp"]) for m in ledger.active_thread(cid)]
-    ledger.close()
+    with Ledger.open(settings) as ledger:
+        run_ingest(ledger, settings, [("claude-code", src)])
+        [cid] = ledger.conversation_ids()
+        msgs = [(m.native_id, m.role, m.text, m.timestamp) for m in ledger.active_thread(cid)]
     # The index as the index stage builds it (vectors do not matter to this test).
-    nodes = NodeIndex(settings.index_uri, Embedder.name, Embedder.dim)
+    nodes = NodeIndex.open_or_create(settings)
     rows = rows_for(f"conv:{cid}", "conversation", conversation_nodes(cid, cid[:8], "deploy", None, "claude-code", msgs))
     for r in rows:
         r["vector"], r["pending"] = [0.0] * Embedder.dim, False
@@ -58,11 +57,8 @@ def test_rescan_removes_a_newly_covered_secret_everywhere(home: Path, tmp_path: 
     assert report["index_documents_removed"] == 1 and report["index_nodes_removed"] == len(rows)
     assert "git filter-repo" in report["note"] and "gc --prune=now" in report["note"]
     assert _raw_hits(home, SECRET) == []  # ledger file, index files and vault, outside .git
-    ledger = Ledger(settings.ledger_path)
-    try:
-        assert "[REDACTED:corp_token]" in ledger.active_thread(cid)[0]["text"]
+    with Ledger.open(settings) as ledger:
+        assert "[REDACTED:corp_token]" in ledger.active_thread(cid)[0].text
         assert cid in ledger.conversations_to_index()  # the next run re-indexes it
-    finally:
-        ledger.close()
     again = CliRunner().invoke(app, ["--home", str(home), "redact", "--rescan", "--json"])
     assert json.loads(again.stdout)["redactions"] == {}  # idempotent

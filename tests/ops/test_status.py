@@ -40,11 +40,14 @@ def test_status_answers_while_another_process_writes(demo_copy: Path) -> None:
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "ready"
-        # The ledger really is unavailable to any other process right now.
-        import duckdb
+        # The ledger really is unavailable to any other process right now, and the error names the writer.
+        from memvault.errors import LedgerBusy
+        from stores.ledger import Ledger
 
-        with pytest.raises(duckdb.IOException):
-            duckdb.connect(str(demo_copy / ".memvault" / "ledger.duckdb"), read_only=True)
+        with pytest.raises(LedgerBusy, match=f"pid {holder.pid}, test holder") as busy:
+            with Ledger.open(load_settings(demo_copy), read_only=True, retry_s=0):
+                pass
+        assert "Conflicting lock" not in str(busy.value) and "IO Error" not in str(busy.value)  # not DuckDB's text
         result = _cli(demo_copy, "status", "--json", env={"PREFECT_API_URL": ""})
         assert result.returncode == 0, result.stderr
         data = json.loads(result.stdout)

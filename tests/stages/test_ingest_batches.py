@@ -34,14 +34,14 @@ def test_one_batch_equals_one_upsert_after_another(ingest_env, tmp_path: Path) -
              _conv("a", "q1", "a1 edited", "q2", title="Later", leaf="m2", hour=3), _conv("a", title="", hour=2)]
     other = Ledger(tmp_path / "one_by_one.duckdb")
     try:
-        one_by_one = [other.upsert_conversation(c) for c in batch]
+        one_by_one = [other.upsert_conversations([c])[0] for c in batch]
         assert ledger.upsert_conversations(batch) == one_by_one == [(True, 2, 0), (True, 2, 0), (False, 1, 1),
                                                                      (False, 0, 0)]
         cids = [batch[0].id, batch[1].id]
         assert _snapshot(ledger, cids) == _snapshot(other, cids)
         # And against what is stored: nothing new, then one more message.
         again = [_conv("a", "q1", "a1 edited", "q2", "a2"), _conv("b", "hello", "hi")]
-        assert ledger.upsert_conversations(again) == [other.upsert_conversation(c) for c in again] \
+        assert ledger.upsert_conversations(again) == [other.upsert_conversations([c])[0] for c in again] \
             == [(False, 1, 0), (False, 0, 0)]
         assert _snapshot(ledger, cids) == _snapshot(other, cids)
     finally:
@@ -50,7 +50,7 @@ def test_one_batch_equals_one_upsert_after_another(ingest_env, tmp_path: Path) -
 
 def test_forgotten_conversations_are_skipped_inside_a_batch(ingest_env) -> None:
     ledger, _settings = ingest_env
-    ledger.upsert_conversation(_conv("gone", "secret plans"))
+    ledger.upsert_conversations([_conv("gone", "secret plans")])
     ledger.forget_conversation(_conv("gone").id)
     assert ledger.upsert_conversations([_conv("kept", "x"), _conv("gone", "secret plans", "more")]) \
         == [(True, 1, 0), (False, 0, 0)]
@@ -110,5 +110,5 @@ def test_a_lone_surrogate_is_stored_not_a_failed_batch(ingest_env, tmp_path: Pat
     path.write_text(cc_session("s", ["emoji cut in half: \ud83d", "ok, noted"]) + cc_session("t", ["other"]))
     result = run_ingest(ledger, settings, [("claude-code", path)])
     assert result.errors == [] and result.messages_new == 3
-    texts = [m["text"] for c in ledger.conversation_ids() for m in ledger.active_thread(c)]
+    texts = [m.text for c in ledger.conversation_ids() for m in ledger.active_thread(c)]
     assert "emoji cut in half: \ufffd" in texts

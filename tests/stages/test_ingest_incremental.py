@@ -13,7 +13,7 @@ from tests.helpers import FORMATS, ROOT, SAMPLES, cc_line, cc_session
 
 
 def _count(ledger, table: str) -> int:
-    return ledger.counts()[table]
+    return getattr(ledger.counts(), table)
 
 
 def test_reingest_of_the_same_files_adds_nothing(ingest_env, tmp_path: Path) -> None:
@@ -49,7 +49,7 @@ def test_appending_two_lines_adds_exactly_two_messages(ingest_env, tmp_path: Pat
     second = run_ingest(ledger, settings, [("claude-code", path)])
     assert (second.conversations_new, second.conversations_updated, second.messages_new) == (0, 1, 2)
     [cid] = ledger.conversation_ids()
-    assert [m["native_id"] for m in ledger.active_thread(cid)][-2:] == ["s1-u4", "s1-u5"]
+    assert [m.native_id for m in ledger.active_thread(cid)][-2:] == ["s1-u4", "s1-u5"]
 
 
 def test_a_truncated_final_line_is_held_back_then_picked_up(ingest_env, tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_a_truncated_final_line_is_held_back_then_picked_up(ingest_env, tmp_path
     done = run_ingest(ledger, settings, [("claude-code", path)])
     assert (done.messages_new, done.errors) == (1, [])
     [cid] = ledger.conversation_ids()
-    assert ledger.active_thread(cid)[-1]["text"] == "Step two: restore into the new cluster."
+    assert ledger.active_thread(cid)[-1].text == "Step two: restore into the new cluster."
 
 
 def test_a_moved_file_is_the_same_conversation(ingest_env, tmp_path: Path) -> None:
@@ -175,15 +175,12 @@ def test_a_crash_between_slices_resumes_at_the_last_slice(home: Path, tmp_path: 
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 86, proc.stderr
     settings = load_settings(home)
-    ledger = Ledger(settings.ledger_path)
-    try:
-        stored = ledger.counts()["messages"]
+    with Ledger.open(settings) as ledger:
+        stored = ledger.counts().messages
         assert 0 < stored < 400
         mark = ledger.watermark(str(path.resolve()))
-        assert mark is not None and 0 < mark["byte_offset"] < path.stat().st_size
+        assert mark is not None and 0 < mark.byte_offset < path.stat().st_size
         rest = run_ingest(ledger, settings, [("claude-code", path)], slice_bytes=8 * 1024)
         assert rest.messages_new == 400 - stored
-        assert rest.bytes_read == path.stat().st_size - mark["byte_offset"]  # nothing read twice
-        assert ledger.counts()["messages"] == 400 and ledger.counts()["conversations"] == 1
-    finally:
-        ledger.close()
+        assert rest.bytes_read == path.stat().st_size - mark.byte_offset  # nothing read twice
+        assert ledger.counts().messages == 400 and ledger.counts().conversations == 1

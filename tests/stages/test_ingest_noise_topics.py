@@ -35,7 +35,7 @@ def test_own_conversations_are_never_stored_even_when_they_grow(ingest_env, tmp_
         fh.write(cc_line("own", 2, "user", "Shorter, please.", "own-u1"))
     again = run_ingest(ledger, settings, [("claude-code", src)])
     assert (again.conversations_new, again.messages_new) == (0, 0)
-    assert ledger.counts()["conversations"] == 1
+    assert ledger.counts().conversations == 1
 
 
 def test_a_pasted_sentinel_or_prompt_part_never_drops_a_conversation(ingest_env, tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_recall_and_index_blocks_are_stripped_and_the_rest_kept(ingest_env, tmp_
     path.write_text(cc_session("strip", [injected, "At 02:00, before the nightly memvault run."]))
     run_ingest(ledger, settings, [("claude-code", path)])
     [cid] = ledger.conversation_ids()
-    texts = [m["text"] for m in ledger.active_thread(cid)]
+    texts = [m.text for m in ledger.active_thread(cid)]
     assert texts == ["When should the backup run?", "At 02:00, before the nightly memvault run."]
 
 
@@ -85,7 +85,7 @@ def test_ignored_topics_are_ingested_but_never_chunked_or_indexed(ingest_env, ho
     (tmp_path / "db.jsonl").write_text(cc_session("db", ["Tune postgres autovacuum", "Lower the scale factor."]))
     first = run_ingest(ledger, settings, [("claude-code", tmp_path)])
     assert first.conversations_new == 2 and first.conversations_ignored == 1
-    assert ledger.counts()["messages"] == 6  # ingested all the same
+    assert ledger.counts().messages == 6  # ingested all the same
     [ignored] = ledger.ignored_conversation_ids()
     assert ignored not in ledger.conversations_to_chunk() and ignored not in ledger.conversations_to_index()
     assert len(ledger.conversations_to_chunk()) == 1

@@ -46,12 +46,12 @@ def test_chunk_success_preamble_invalid_truncated_and_wrong_ids(make_ctx) -> Non
         assert MEMVAULT_SELF_CALL_SENTINEL in call.prompt and MEMVAULT_SELF_CALL_SENTINEL in call.system
         assert call.kwargs["cache_prefix"] == call.system and "Meta/Editorial_Guidelines.md" in call.system
     results = ctx.ledger.unit_results("chunk")
-    assert sorted(r["method"] for r in results.values()) == ["fallback", "fallback", "model"]
-    assert all(r["prompt_hash"] == out.prompt_hash for r in results.values())
+    assert sorted(r.method for r in results.values()) == ["fallback", "fallback", "model"]
+    assert all(r.prompt_hash == out.prompt_hash for r in results.values())
     # every message of every conversation is in exactly one chunk
+    chunks = [ctx.ledger.chunk(c) for c, _ in ctx.ledger.unassigned_chunks()]
     for cid in ctx.ledger.conversation_ids():
-        rows = ctx.ledger.con.execute("SELECT message_ids FROM chunks WHERE conversation_id = ?", [cid]).fetchall()
-        ids = [m for r in rows for m in r[0]]
+        ids = [m for c in chunks if c.conversation_id == cid for m in c.message_ids]
         assert len(ids) == len(set(ids)) > 0
     assert run_chunk(make_ctx(FakeEngine([]))).conversations == 0  # nothing changed: no call
 
@@ -141,16 +141,18 @@ def test_budget_stops_cleanly_and_the_next_run_finishes(make_ctx) -> None:
 def test_a_hand_edited_article_keeps_its_edit_when_material_is_added(make_ctx) -> None:
     from stores.vault import Vault
 
-    prepared(make_ctx)
+    # One conversation chunked and synthesized first; the other two arrive later.
+    run_chunk(make_ctx(ScriptedEngine(), max_tokens=1))
+    run_cluster(make_ctx(ScriptedEngine(), cluster={"min_support": 1}))  # its proposal alone makes the bucket
     ctx = make_ctx(ScriptedEngine(), synthesize={"chunks_per_call": 1})
-    ctx.ledger.con.execute("DELETE FROM chunk_buckets WHERE chunk_id IN (SELECT chunk_id FROM chunk_buckets "
-                           "ORDER BY chunk_id LIMIT 2)")  # two chunks arrive later
+    assert [len(ids) for ids in ctx.ledger.pending_by_bucket().values()] == [1]
     run_synthesize(ctx)
     vault = Vault(ctx.vault.home)
     vault.commit("memvault run 1")
     path = vault.article_path("Scripted Topic")
     edited = path.read_text().replace("collects scripted notes.", "collects scripted notes, as Sam wrote by hand.")
     path.write_text(edited)
+    run_chunk(make_ctx(ScriptedEngine()))
     run_cluster(make_ctx(ScriptedEngine()))
     ctx = make_ctx(ScriptedEngine(), synthesize={"chunks_per_call": 1})
     out = run_synthesize(ctx)

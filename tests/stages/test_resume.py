@@ -44,13 +44,10 @@ def check_no_duplicates(home: Path) -> None:
     from memvault.settings import load_settings
     from stores.ledger import Ledger
 
-    ledger = Ledger(load_settings(home).ledger_path, read_only=True)
-    try:
-        rows = ledger.con.execute("SELECT chunk_id FROM synthesized_bucket_chunks").fetchall()
-        assert len(rows) == len({r[0] for r in rows}) > 0
+    with Ledger.open(load_settings(home), read_only=True) as ledger:
+        done = [c for b in ledger.buckets() for c in ledger.synthesized_chunks(b.name)]
+        assert len(done) == len(set(done)) > 0  # no chunk synthesized twice, in one bucket or two
         assert ledger.intents() == []
-    finally:
-        ledger.close()
     for name, text in articles(home).items():
         heads = re.findall(r"^## .+$", text, re.M)
         assert len(heads) == len(set(heads)), f"{name} has a duplicated section"

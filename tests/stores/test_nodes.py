@@ -24,16 +24,16 @@ def test_ann_index_is_built_past_the_threshold_and_kept_incremental(tmp_path: Pa
     assert nodes.ensure_indexes(ann_threshold=1000) == []  # nothing new: nothing to do
     assert nodes.ensure_indexes(ann_threshold=300) == ["ann"]
     assert nodes.has_ann()
-    # ANN search with re-ranking still finds a stored vector first, and filters still apply
+    # ANN search with re-ranking (recall's path) still finds a stored vector first
     target = np.asarray(rows[42]["vector"], dtype=np.float32)
-    assert nodes.vector_search(target, 5)[0]["id"] == "n42"
-    assert all(r["doc"] == "d4" for r in nodes.vector_search(target, 5, where="doc = 'd4'"))
+    assert nodes.recall_search(target, "", 5)[0][0]["id"] == "n42"
     # a small write is searched before it is indexed and costs no index rebuild
     nodes.upsert(synthetic_rows(10, rng, start=300))
     assert nodes.ensure_indexes(ann_threshold=300) == []
-    assert nodes.fts_search("note 305", 3)[0]["id"] == "n305"
     new = nodes.get(["n307"], with_vectors=True)[0]
-    assert nodes.vector_search(np.asarray(new["vector"], dtype=np.float32), 3)[0]["id"] == "n307"
+    vector_hits, text_hits = nodes.recall_search(np.asarray(new["vector"], dtype=np.float32), "note 305", 3)
+    assert vector_hits[0]["id"] == "n307" and text_hits[0]["id"] == "n305"
+    assert [h["id"] for h in nodes.lexical_neighbours("note 305", 3)][:1] == ["n305"]  # the index stage's use
     # past the fold fraction, new rows are folded into the existing indexes
     nodes.upsert(synthetic_rows(60, rng, start=310))
     assert nodes.ensure_indexes(ann_threshold=300) == ["fold"]

@@ -32,9 +32,15 @@ def _index(tmp_path: Path, turns: int) -> NodeIndex:
     return nodes
 
 
+def _text_hits(nodes: NodeIndex, query: str) -> list[dict]:
+    """The full-text half of a recall (what recall scores), message nodes only."""
+    _, hits = nodes.recall_search(np.zeros(DIM, dtype=np.float32) + 1.0, query, 10)
+    return [h for h in hits if h["kind"] == "message"]
+
+
 def test_full_text_matches_a_message_through_its_neighbours(tmp_path: Path) -> None:
     nodes = _index(tmp_path, turns=1)
-    hits = [h for h in nodes.fts_search("pottery", 10) if h["kind"] == "message"]
+    hits = _text_hits(nodes, "pottery")
     # "Oh nice, how was it?" never says pottery; its window (the turn before) does…
     assert {h["ref"] for h in hits} == {"m1", "m2"}
     # …and what recall shows is still the message alone
@@ -42,7 +48,7 @@ def test_full_text_matches_a_message_through_its_neighbours(tmp_path: Path) -> N
     assert "pottery" in nodes.get([next(h["id"] for h in hits if h["ref"] == "m2")])[0]["fts_text"]
     # without context, full text matches the message alone
     plain = _index(tmp_path, turns=0)
-    assert {h["ref"] for h in plain.fts_search("pottery", 10) if h["kind"] == "message"} == {"m1"}
+    assert {h["ref"] for h in _text_hits(plain, "pottery")} == {"m1"}
 
 
 def test_an_index_without_fts_text_asks_for_reindex(tmp_path: Path) -> None:
