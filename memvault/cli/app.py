@@ -17,6 +17,13 @@ app = typer.Typer(
 )
 
 
+# Scoped recall (`recall`, `search`): hard filters inside the index queries.
+ScopeProject = typer.Option(None, "--project", help="Only this project (its directory, or the directory's name).")
+ScopeSource = typer.Option(None, "--source", help="Only this source kind (claude-code, codex, pi, chatgpt, claude-ai, note, article).")
+ScopeSince = typer.Option(None, "--since", help="Only conversations started on or after DATE (YYYY-MM-DD).")
+ScopeUntil = typer.Option(None, "--until", help="Only conversations started on or before DATE (YYYY-MM-DD).")
+
+
 @app.callback()
 def _global(
     ctx: typer.Context,
@@ -162,14 +169,20 @@ def recall(
     max_nodes: int = typer.Option(None, help="Most nodes in the block."),
     max_chars: int = typer.Option(None, help="Most characters in the block."),
     explain: bool = typer.Option(False, "--explain", help="Show each hit's score terms."),
+    project: str = ScopeProject, source: str = ScopeSource, since: str = ScopeSince, until: str = ScopeUntil,
     as_json: bool = JsonOpt,
 ) -> None:
     """Print a <memory-recall> block for QUERY (hybrid vector + full-text search).
 
-    Example: memvault recall "when does the postgres backup run?"
+    Example: memvault recall "when does the postgres backup run?" --project homelab
     """
+    import os
+
+    from memvault.recall.scope import Scope
+
     with reporting(as_json):
-        result = _service(ctx).recall(query, max_nodes=max_nodes, max_chars=max_chars)
+        scope = Scope.of(project, source, since, until)
+        result = _service(ctx).recall(query, max_nodes=max_nodes, max_chars=max_chars, scope=scope, cwd=os.getcwd())
 
         def text() -> None:
             print(result["block"])
@@ -185,14 +198,19 @@ def search(
     ctx: typer.Context,
     query: str = typer.Argument(...),
     limit: int = typer.Option(10, "--limit", "-n"),
+    project: str = ScopeProject, source: str = ScopeSource, since: str = ScopeSince, until: str = ScopeUntil,
     as_json: bool = JsonOpt,
 ) -> None:
     """Ids, titles and paths of the best matches (no bodies; use `get` for those).
 
-    Example: memvault search tidepool --limit 5
+    Example: memvault search tidepool --limit 5 --since 2026-01-01
     """
+    import os
+
+    from memvault.recall.scope import Scope
+
     with reporting(as_json):
-        hits = _service(ctx).search(query, limit)
+        hits = _service(ctx).search(query, limit, scope=Scope.of(project, source, since, until), cwd=os.getcwd())
 
         def text() -> None:
             for h in hits:
@@ -302,4 +320,4 @@ def main() -> None:
 
 
 # Commands of each area live in their own module and register themselves on `app`.
-from memvault.cli import editorial_cmds, ingest_cmds, model_cmds, ops_cmds, recall_cmds  # noqa: E402,F401
+from memvault.cli import editorial_cmds, ingest_cmds, live, model_cmds, ops_cmds, recall_cmds  # noqa: E402,F401
