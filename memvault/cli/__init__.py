@@ -1,31 +1,21 @@
 """The `memvault` command line (Typer): thin commands that parse, call the core, render.
 
-``main`` runs the two agent hooks (`capture`, `prompt-recall`) without importing Typer or
-the command modules when the command line is a hook's, so a hook starts in milliseconds;
-``app`` is imported on first use.
+When the process is the `memvault` command running one of the two agent hooks (`capture`,
+`prompt-recall`, with a hook's simple command line), Typer and the command modules are not
+imported at all and ``main`` runs the hook directly: a hook then starts in milliseconds
+(see ``memvault.cli.live_fast``). Every other use gets the Typer app.
 """
 
 import sys
-from typing import Any
 
+from memvault.cli.live_fast import is_hook_process, run_hook
 
-def main() -> None:
-    from memvault.cli.live_fast import fast_hook
+if is_hook_process(sys.argv):
 
-    code = fast_hook(sys.argv[1:])
-    if code is not None:
-        raise SystemExit(code)
-    from memvault.cli.app import main as typer_main
+    def main() -> None:
+        raise SystemExit(run_hook(sys.argv))
 
-    typer_main()
-
-
-def __getattr__(name: str) -> Any:
-    if name == "app":
-        from memvault.cli.app import app
-
-        return app
-    raise AttributeError(f"module 'memvault.cli' has no attribute {name!r}")
-
+else:
+    from memvault.cli.app import app, main
 
 __all__ = ["app", "main"]

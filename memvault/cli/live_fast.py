@@ -42,9 +42,10 @@ def run_prompt_recall(home: str | None) -> int:
     return 0
 
 
-def fast_hook(argv: list[str]) -> int | None:
-    """Run a hook command without Typer when ``argv`` is ``[--home H] capture [--source K]
-    [PAYLOAD]`` or ``[--home H] prompt-recall``; None for anything else (Typer handles it)."""
+def parse_hook(argv: list[str]) -> tuple[str, str | None, str, str | None] | None:
+    """``(command, home, source, payload)`` when ``argv`` (without the program name) is
+    ``[--home H] capture [--source K] [PAYLOAD]`` or ``[--home H] prompt-recall``; None for
+    anything else (Typer handles it, help included)."""
     args = list(argv)
     home = None
     if len(args) >= 2 and args[0] == "--home":
@@ -52,14 +53,25 @@ def fast_hook(argv: list[str]) -> int | None:
     elif args and args[0].startswith("--home="):
         home, args = args[0].split("=", 1)[1], args[1:]
     if args == ["prompt-recall"]:
-        return run_prompt_recall(home)
-    if not args or args[0] != "capture" or any(a in ("-h", "--help") for a in args):
+        return "prompt-recall", home, "", None
+    if not args or args[0] != "capture":
         return None
     rest, source = args[1:], "claude-code"
     if len(rest) >= 2 and rest[0] == "--source":
         source, rest = rest[1], rest[2:]
     if len(rest) > 1 or (rest and rest[0].startswith("-")):
         return None
-    return run_capture(home, source, rest[0] if rest else None)
+    return "capture", home, source, rest[0] if rest else None
 
 
+def is_hook_process(argv: list[str]) -> bool:
+    """True when this process is the `memvault` command running a hook."""
+    return bool(argv) and argv[0].rsplit("/", 1)[-1] == "memvault" and parse_hook(argv[1:]) is not None
+
+
+def run_hook(argv: list[str]) -> int:
+    """Run the hook ``argv`` names (``is_hook_process`` must hold)."""
+    parsed = parse_hook(argv[1:])
+    assert parsed is not None
+    command, home, source, payload = parsed
+    return run_prompt_recall(home) if command == "prompt-recall" else run_capture(home, source, payload)
