@@ -180,7 +180,7 @@ class LiveSettings(BaseModel):
     watch_poll_s: float = Field(default=2.0, description="`memvault watch`: seconds between scans when polling (no file-system notifications)")
     serve_drain_s: float = Field(default=2.0, description="`memvault serve`: seconds between checks of the spool (it drains with its warm embedder)")
     prompt_threshold: float = Field(
-        default=0.45, description="prompt-recall: the best hit's score needed before a block is injected (below it: nothing)"
+        default=0.62, description="prompt-recall: the best hit's score needed before a block is injected (below it: nothing)"
     )
     prompt_max_tokens: int = Field(default=1_500, description="prompt-recall: most tokens (≈ 4 characters each) in the injected block")
     prompt_timeout_s: float = Field(default=0.8, description="prompt-recall: HTTP timeout when asking a running `memvault serve`")

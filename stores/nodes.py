@@ -118,7 +118,7 @@ LIGHT_COLUMNS = ["id", "doc", "doc_kind", "path", "parent", "kind", "title", "te
 # column costs about half a millisecond per read, so a lifted node (which lifts nothing
 # further) is read without its links.
 LIFTED_COLUMNS = ["id", "doc", "path", "kind", "title", "text", "ref", "pending", "created_at", "importance", "access",
-                  "project"]
+                  "project", "source"]
 RECALL_COLUMNS = [*LIFTED_COLUMNS, "parent", "similar", "reply", "kin"]
 
 

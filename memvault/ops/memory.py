@@ -125,7 +125,8 @@ class MemoryService:
         for s in scored[:limit]:
             r = rows[s.id]
             out.append({"id": s.id, "title": r["title"], "path": r["path"], "kind": r["kind"],
-                        "doc": r["doc"], "score": round(s.score, 6)})
+                        "doc": r["doc"], "score": round(s.score, 6), "project": r.get("project"),
+                        "source": r.get("source")})
         return out
 
     def recall(self, query: str, max_nodes: int | None = None, max_chars: int | None = None,
