@@ -236,3 +236,23 @@ def test_mcp_remember_is_refused_until_allowed(demo_copy: Path, embedder) -> Non
     assert strip_memory_blocks(allowed.content[0].text) == ""  # the confirmation is marked like every result
     hits = service.recall("garage door code")["hits"]
     assert any("7781" in h["text"] and h["cite"] == allowed.structured_content["cite"] for h in hits)
+
+
+def test_http_takes_the_scope_and_answers_the_prompt_hook(demo_copy: Path, embedder) -> None:
+    from starlette.testclient import TestClient
+
+    from memvault.ops.memory import MemoryService
+    from memvault.servers import SharedService
+    from memvault.servers.http import build_app
+
+    client = TestClient(build_app(SharedService(MemoryService(settings_of(demo_copy), embedder))),
+                        base_url="http://127.0.0.1")
+    hits = client.get("/search", params={"q": "release", "project": "tidepool"}).json()["hits"]
+    assert hits and all(h["project"].endswith("/tidepool") for h in hits)
+    rec = client.get("/recall", params={"q": "backup", "source": "chatgpt", "cwd": "/Users/sam/src/homelab"}).json()
+    assert rec["hits"] and all(h["source"] == "chatgpt" for h in rec["hits"])
+    assert client.get("/recall", params={"q": "x", "since": "soon"}).status_code == 400
+    assert client.get("/recall", params={"q": "  "}).status_code == 400
+    assert client.get("/prompt-recall", params={"q": UNRELATED}).json()["block"] == ""
+    assert "9414750" in client.get("/prompt-recall", params={"q": RELATED}).json()["block"]
+    assert client.get("/get", params={"ids": "feedface"}).status_code == 404
