@@ -81,14 +81,15 @@ def _plan(snapshot: list[tuple[Path, dict[str, Any] | None]], settings: Settings
     kinds: set[str] = set()
     notes: list[Conversation] = []
     for path, entry in snapshot:
-        op = entry.get("op") if entry else None
-        if op == "transcript" and isinstance(entry.get("path"), str):  # type: ignore[union-attr]
-            files[entry["path"]] = entry.get("source") or "auto"  # type: ignore[index,union-attr]
+        entry = entry or {}
+        op = entry.get("op")
+        if op == "transcript" and isinstance(entry.get("path"), str):
+            files[entry["path"]] = entry.get("source") or "auto"
         elif op == "sources":
-            kinds.add(str(entry.get("source")))  # type: ignore[union-attr]
+            kinds.add(str(entry.get("source")))
         elif op == "note":
             try:
-                notes.append(Conversation.model_validate(entry.get("conversation")))  # type: ignore[union-attr]
+                notes.append(Conversation.model_validate(entry.get("conversation")))
             except ValueError as exc:
                 result.errors.append(f"{path.name}: a spooled note that does not validate ({exc}) — removed")
         else:
