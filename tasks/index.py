@@ -108,8 +108,13 @@ def _stable(path: str) -> str:
         ("/" if path.startswith("/conv:") else path)
 
 
-def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int = 1) -> list[dict[str, Any]]:
+def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int = 1,
+             scope: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Index rows for a document's tree; ids depend on the document key and a stable path.
+
+    ``scope`` is what scoped recall filters on, the same for every node of the document:
+    ``project`` (a conversation's working directory as its source records it), ``source``
+    (its kind; ``article`` for articles) and ``doc_date`` (when it started).
 
     ``embed_text`` (not stored) is what gets embedded when it differs from title + text;
     it is part of the content hash, so a message re-embeds when its neighbours change.
@@ -117,6 +122,10 @@ def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int =
     node's own text otherwise.
     """
     now = now_utc()
+    scope = scope or {}
+    date = scope.get("doc_date")
+    scoped = {"project": scope.get("project"), "source": scope.get("source") or doc_kind,
+              "doc_date": date.replace(tzinfo=None) if isinstance(date, datetime) else None}
     contexts = context_texts(tree, context_turns)
     reply = replies(tree)
     kins = kin(tree)
@@ -135,6 +144,7 @@ def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int =
             "importance": ARTICLE_IMPORTANCE if doc_kind == "article" else CONVERSATION_IMPORTANCE, "access": 0,
             "similar": [], "reply": node_id(doc, _stable(reply[n.path])) if n.path in reply else None,
             "kin": [node_id(doc, _stable(p)) for p in kins.get(n.path, [])],
+            **scoped,
         })
     return out
 
@@ -154,7 +164,8 @@ def conversation_rows(ledger: Any, cid: str, short: str, context_turns: int) -> 
             if not m["low_value"]]
     date = conv["started_at"].strftime("%Y-%m-%d") if conv["started_at"] else None
     tree = conversation_nodes(cid, short, conv["title"] or "", date, conv["source"], msgs)
-    return rows_for(conv_ref(cid), "conversation", tree, context_turns)
+    scope = {"project": conv["project"], "source": conv["source"], "doc_date": conv["started_at"]}
+    return rows_for(conv_ref(cid), "conversation", tree, context_turns, scope)
 
 
 def embed_rows(embedder: Any, rows: list[dict[str, Any]], dim: int) -> int:
