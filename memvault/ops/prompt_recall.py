@@ -38,7 +38,8 @@ def _via_serve(info: dict[str, Any], prompt: str, cwd: str | None, timeout_s: fl
     host = info.get("host") or "127.0.0.1"
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{int(info['port'])}/prompt-recall?{query}"
     with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - loopback, our own server
-        return json.loads(resp.read().decode("utf-8"))
+        answer: dict[str, Any] = json.loads(resp.read().decode("utf-8"))
+        return answer
 
 
 def prompt_recall(home: Path, raw: str, timeout_s: float | None = None) -> tuple[str, str]:

@@ -92,9 +92,10 @@ def watch(settings: Settings, stop: threading.Event | None = None, poll: bool = 
     pending = True  # the catch-up entries
     for changed in changes:
         for path in sorted(changed):
-            kind = kind_of(path, roots)
-            if kind is not None and path.is_file():
-                spool.append(settings.state_dir, {"op": "transcript", "source": kind, "path": str(path), "event": "watch"})
+            source_kind = kind_of(path, roots)
+            if source_kind is not None and path.is_file():
+                spool.append(settings.state_dir, {"op": "transcript", "source": source_kind, "path": str(path),
+                                                  "event": "watch"})
                 pending = True
         if pending:
             totals = run_drainer(settings, wait=False, embedder=embedder)
