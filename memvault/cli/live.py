@@ -7,18 +7,27 @@ small. `memvault.cli.main` runs them without loading Typer when the command line
 simple as a hook's (``memvault.cli.live_fast``).
 """
 
+from typing import Annotated, Any
+
 import typer
 
 from memvault.cli.app import app
+from memvault.cli.context import home_settings
 from memvault.cli.live_fast import run_capture, run_prompt_recall
-from memvault.cli.output import JsonOpt, console, err_console, render, reporting
+from memvault.cli.output import console, err_console, render, reporting
+from memvault.cli.params import JsonFlag
+
+PANEL = "Agents"
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL)
 def capture(
     ctx: typer.Context,
-    payload: str = typer.Argument(None, help="The event JSON (Codex's `notify` passes it here); default: stdin."),
-    source: str = typer.Option("claude-code", "--source", help="Transcript kind: claude-code, codex, pi or auto."),
+    payload: Annotated[str | None, typer.Argument(
+        metavar="EVENT_JSON", help="The event JSON (Codex's `notify` passes it here); default: stdin.",
+        show_default=False)] = None,
+    source: Annotated[str, typer.Option(
+        "--source", metavar="KIND", help="Transcript kind: claude-code, codex, pi or auto.")] = "claude-code",
 ) -> None:
     """Agent hook: note that a transcript changed (spooled; drained in the background). Exits 0.
 
@@ -30,7 +39,7 @@ def capture(
     raise typer.Exit(run_capture(ctx.obj.get("home") and str(ctx.obj["home"]), source, payload))
 
 
-@app.command("prompt-recall")
+@app.command("prompt-recall", rich_help_panel=PANEL)
 def prompt_recall(ctx: typer.Context) -> None:
     """Agent hook (UserPromptSubmit): print a <memory-recall> block for the prompt, or nothing.
 
@@ -42,23 +51,20 @@ def prompt_recall(ctx: typer.Context) -> None:
     raise typer.Exit(run_prompt_recall(ctx.obj.get("home") and str(ctx.obj["home"])))
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL)
 def drain(
     ctx: typer.Context,
-    wait: bool = typer.Option(False, "--wait", help="Wait for a busy writer lock (up to `live.drain_wait_s`)."),
-    as_json: bool = JsonOpt,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for a busy writer lock (up to `live.drain_wait_s`).")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Ingest and index what hooks spooled, now (capture starts this detached by itself).
 
     Example: memvault drain --json
     """
     from memvault.ops.drain import run_drainer
-    from memvault.ops.home import require_home
-    from memvault.settings import load_settings
 
     with reporting(as_json):
-        settings = load_settings(ctx.obj.get("home"))
-        require_home(settings.home)
+        settings = home_settings(ctx)
         totals = run_drainer(settings, wait=wait)
 
         def text() -> None:
@@ -73,25 +79,23 @@ def drain(
         render(as_json, totals, text)
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL)
 def watch(
     ctx: typer.Context,
-    poll: bool = typer.Option(False, "--poll", help="Scan every `live.watch_poll_s` instead of file-system notifications."),
+    poll: Annotated[bool, typer.Option(
+        "--poll", help="Scan every `live.watch_poll_s` instead of file-system notifications.")] = False,
 ) -> None:
     """Keep memory live for sources without hooks: ingest and index transcripts as they change.
 
     Example: memvault watch
     """
-    from memvault.ops.home import require_home
     from memvault.ops.watch import watch as run_watch
-    from memvault.settings import load_settings
 
     with reporting(False):
-        settings = load_settings(ctx.obj.get("home"))
-        require_home(settings.home)
+        settings = home_settings(ctx)
         err_console.print(f"watching {len(settings.sources)} source(s) of {settings.home} (Ctrl-C stops)", highlight=False)
 
-        def cycle(totals: dict) -> None:
+        def cycle(totals: dict[str, Any]) -> None:
             err_console.print(f"{totals['messages_new']} new message(s), {totals['conversations_indexed']} "
                               "conversation(s) indexed", highlight=False)
 
@@ -101,25 +105,25 @@ def watch(
             pass
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL)
 def note(
     ctx: typer.Context,
-    text: str = typer.Argument(..., help="What to remember (a fact, a decision, a preference)."),
-    title: str = typer.Option(None, "--title", help="Title of the note (default: its first words)."),
-    project: str = typer.Option(None, "--project", help="Project it belongs to (default: none)."),
-    as_json: bool = JsonOpt,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="What to remember (a fact, a decision, a preference).",
+                                        show_default=False)],
+    title: Annotated[str | None, typer.Option("--title", metavar="TITLE",
+                                              help="Title of the note (default: its first words).")] = None,
+    project: Annotated[str | None, typer.Option("--project", metavar="PROJECT",
+                                                help="Project it belongs to (default: none).")] = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Remember a note now: stored as a conversation of source `note`, recallable at once.
 
     Example: memvault note "the NAS backup moved to 02:30" --project homelab
     """
-    from memvault.ops.home import require_home
     from memvault.ops.note import add_note
-    from memvault.settings import load_settings
 
     with reporting(as_json):
-        settings = load_settings(ctx.obj.get("home"))
-        require_home(settings.home)
+        settings = home_settings(ctx)
         result = add_note(settings, text, title=title, project=project)
 
         def show() -> None:

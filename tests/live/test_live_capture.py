@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memvault import spool
-from tests.conftest import SAMPLES
+from tests.helpers import SAMPLES
 
 MEMVAULT = str(Path(sys.executable).parent / "memvault")
 SAMPLE = SAMPLES / "claude-code" / "-Users-sam-src-lisbon-2027" / "691563ff-3759-5e7d-a1c8-46e36e4e06f0.jsonl"
