@@ -201,7 +201,7 @@ def test_an_index_without_the_scope_columns_is_refused(tmp_path: Path, embedder)
 
 @pytest.fixture
 def spawn():
-    from tests.procs import stop
+    from tests.helpers import stop
 
     procs: list[subprocess.Popen] = []
 
