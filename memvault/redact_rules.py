@@ -180,7 +180,17 @@ LONG_RUN = 15
 # trigger starting there; the shorter triggers it begins with are implied), so only the rules
 # whose triggers are present run.
 _ALL = sorted({t for ts in TRIGGERS.values() for t in ts}, key=len, reverse=True)
-TRIGGER_SCAN = re.compile("(?=(" + "|".join(map(re.escape, _ALL)) + "))")
+
+def _by_first_char(words: list[str]) -> str:
+    """An alternation grouped by first character (``s(?:k-ant-|ecret|…)``): the regex engine
+    then rejects most positions on one character instead of trying every trigger there."""
+    groups: dict[str, list[str]] = {}
+    for word in words:  # longest first within each group, as in ``words``
+        groups.setdefault(word[0], []).append(word[1:])
+    return "|".join(re.escape(c) + "(?:" + "|".join(map(re.escape, rest)) + ")" for c, rest in groups.items())
+
+
+TRIGGER_SCAN = re.compile("(?=(" + _by_first_char(_ALL) + "))")
 IMPLIED: dict[str, frozenset[str]] = {s: frozenset(t for t in _ALL if s.startswith(t)) for s in _ALL}
 RULES_BY_TRIGGER: dict[str, tuple[str, ...]] = {
     t: tuple(name for name, ts in TRIGGERS.items() if t in ts) for t in _ALL

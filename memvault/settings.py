@@ -200,6 +200,30 @@ class ScheduleSettings(Section):
         return value
 
 
+class LiveSettings(Section):
+    """The live path: hook capture, the spool drainer, prompt-time recall and scoped recall."""
+
+    drain_wait_s: float = Field(
+        ge=0, default=6 * 3600.0, description="How long a drainer waits for the writer lock (e.g. behind the nightly run) before leaving the spool for the next one"
+    )
+    watch_poll_s: float = Field(gt=0, default=2.0, description="`memvault watch`: seconds between scans when polling (no file-system notifications)")
+    serve_drain_s: float = Field(gt=0, default=2.0, description="`memvault serve`: seconds between checks of the spool (it drains with its warm embedder)")
+    prompt_threshold: float = Field(
+        ge=0, default=0.62, description="prompt-recall: the best hit's score needed before a block is injected (below it: nothing)"
+    )
+    prompt_max_tokens: int = Field(ge=1, default=1_500, description="prompt-recall: most tokens (≈ 4 characters each) in the injected block")
+    prompt_timeout_s: float = Field(gt=0, default=0.8, description="prompt-recall: HTTP timeout when asking a running `memvault serve`")
+    project_boost: float = Field(
+        ge=0, default=0.04, description="Prior added to nodes of the project a recall is made from (its cwd); 0 turns it off"
+    )
+
+
+class McpSettings(Section):
+    """The MCP server (`memvault mcp`)."""
+
+    allow_write: bool = Field(default=False, description="Offer the write tool `remember` (off: agents can only read)")
+
+
 class Settings(BaseSettings):
     """Root of every memvault setting."""
 
@@ -223,6 +247,8 @@ class Settings(BaseSettings):
     index: IndexSettings = Field(default_factory=IndexSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    live: LiveSettings = Field(default_factory=LiveSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -106,16 +106,24 @@ def node_schema(dim: int) -> pa.Schema:
         pa.field("reply", pa.string()),
         # An exchange: its messages; a message: the other messages of its exchange.
         pa.field("kin", pa.list_(pa.string())),
+        # What scoped recall filters on inside the searches (one round of queries): the
+        # document's project (a conversation's working directory), source kind (`article`
+        # for articles) and start date.
+        pa.field("project", pa.string()),
+        pa.field("source", pa.string()),
+        pa.field("doc_date", pa.timestamp("us")),
     ])
 
 
 META_SCHEMA = pa.schema([pa.field("key", pa.string()), pa.field("value", pa.string())])
 LIGHT_COLUMNS = ["id", "doc", "doc_kind", "path", "parent", "kind", "title", "text", "ref", "ord", "pending",
-                 "content_hash", "created_at", "updated_at", "importance", "access", "similar", "reply", "kin"]
+                 "content_hash", "created_at", "updated_at", "importance", "access", "similar", "reply", "kin",
+                 "project", "source", "doc_date"]
 # What recall reads of a search hit: scoring, what it lifts, the block and citations. Every
 # column costs about half a millisecond per read, so a lifted node (which lifts nothing
 # further) is read without its links.
-LIFTED_COLUMNS = ["id", "doc", "path", "kind", "title", "text", "ref", "pending", "created_at", "importance", "access"]
+LIFTED_COLUMNS = ["id", "doc", "path", "kind", "title", "text", "ref", "pending", "created_at", "importance", "access",
+                  "project", "source"]
 RECALL_COLUMNS = [*LIFTED_COLUMNS, "parent", "similar", "reply", "kin"]
 
 
@@ -225,7 +233,8 @@ class NodeIndex:
         self.nodes = self.db.open_table(NODES)
         self.meta = self.db.open_table(META)
         self._reader: AsyncTable | None = None  # the async handle of the nodes table, opened on first search
-        missing = [c for c in ("fts_text", "similar", "reply", "kin") if c not in self.nodes.schema.names]
+        missing = [c for c in ("fts_text", "similar", "reply", "kin", "project", "source", "doc_date")
+                   if c not in self.nodes.schema.names]
         if missing:
             raise IndexMismatchError(
                 f"the node index at {uri} was built by an older memvault (no `{missing[0]}` column) "
@@ -468,7 +477,8 @@ class NodeIndex:
         return self._reader
 
     @staticmethod
-    async def _fts(table: AsyncTable, query: str, k: int, columns: list[str]) -> list[dict[str, Any]]:
+    async def _fts(table: AsyncTable, query: str, k: int, columns: list[str],
+                   where: str | None = None) -> list[dict[str, Any]]:
         """Full-text top-``k`` (with ``_score``): BM25 over the node's own text plus its
         context window (``fts_text``), summed — a neighbour's words can find a turn, but a
         turn's own words count twice (a boost on ``text`` beyond that measured worse)."""
@@ -477,6 +487,8 @@ class NodeIndex:
         try:
             q = table.query().nearest_to_text(MultiMatchQuery(query, ["text", "fts_text"], boosts=None,
                                                               operator=FullTextOperator.OR))
+            if where:
+                q = q.where(where)
             return _records(await q.select(columns + ["_score"]).limit(k).to_arrow())
         except (ValueError, RuntimeError, OSError):
             return []  # no full-text index yet (an empty index), or a query the tokenizer rejects
@@ -487,31 +499,62 @@ class NodeIndex:
         return _run(self._fts(self._table(), text, k, ["id", "pending", "vector"]))
 
     def recall_search(self, vector: np.ndarray, query: str, k: int, nprobes: int = 20,
-                      refine_factor: int = 5) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                      refine_factor: int = 5, where: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Vector top-``k`` (with ``_distance``) and full-text top-``k`` (with ``_score``),
-        queried concurrently; both with ``RECALL_COLUMNS`` and the vector."""
+        queried concurrently; both with ``RECALL_COLUMNS`` and the vector. ``where`` (see
+        :func:`scope_filter`) prefilters both searches, so a scoped recall is still one round."""
         table = self._table()
         # No "NOT pending" prefilter: it scans the whole `pending` column per query (3–5 ms at
         # 100k nodes, ten times that at 1M). Pending nodes hold a zero or no vector, which
         # cosine search never returns; a pending row that slips through is dropped below.
         vq = table.query().nearest_to(vector.astype(np.float32)).distance_type("cosine")
         vq = (vq.nprobes(nprobes).refine_factor(refine_factor).select(RECALL_COLUMNS + ["vector", "_distance"]).limit(k))
+        if where:
+            vq = vq.where(where)
 
         async def both() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             vector_rows, fts_rows = await asyncio.gather(vq.to_arrow(),
-                                                         self._fts(table, query, k, RECALL_COLUMNS + ["vector"]))
+                                                         self._fts(table, query, k, RECALL_COLUMNS + ["vector"], where))
             return [r for r in _records(vector_rows) if not r["pending"]], fts_rows
 
         return _run(both())
 
-    def rows_of(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+    def rows_of(self, ids: Sequence[str], scope: str | None = None) -> list[dict[str, Any]]:
         """``LIFTED_COLUMNS`` and the vector of each of ``ids`` that exists, in one read (the
-        nodes that recall lifts and that can still rank; deleted ones are simply absent)."""
+        nodes that recall lifts and that can still rank; deleted ones are simply absent, and
+        so are those outside ``scope``, a :func:`scope_filter`)."""
         if not ids:
             return []
-        where = "id IN (" + ", ".join(_quote(i) for i in ids) + ")"
+        where = "id IN (" + ", ".join(_quote(i) for i in ids) + ")" + (f" AND ({scope})" if scope else "")
         query = self._table().query().where(where).select(LIFTED_COLUMNS + ["vector"]).limit(len(ids))
         return _records(_run(query.to_arrow()))
+
+
+def scope_filter(project: str | None = None, source: str | None = None,
+                 since: datetime | None = None, until: datetime | None = None) -> str | None:
+    """The SQL prefilter of a scoped recall (None when unscoped).
+
+    ``project`` matches a stored project exactly or by its last path component
+    (``--project memvault`` finds ``/home/me/src/memvault``); ``since``/``until`` bound the
+    document's start date (inclusive; documents without one, articles, are left out).
+    """
+    parts = []
+    if project:
+        p = project.rstrip("/")
+        parts.append(f"(project = {_quote(p)} OR project LIKE {_quote('%/' + p)})"
+                     if "/" not in p else f"project = {_quote(p)}")
+    if source:
+        parts.append(f"source = {_quote(source)}")
+    if since is not None:
+        parts.append(f"doc_date >= {_ts(since)}")
+    if until is not None:
+        parts.append(f"doc_date <= {_ts(until)}")
+    return " AND ".join(parts) or None
+
+
+def _ts(t: datetime) -> str:
+    t = t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
+    return f"TIMESTAMP '{t.isoformat(sep=' ', timespec='microseconds')}'"
 
 
 COLD = "cold"

@@ -109,8 +109,13 @@ def _stable(path: str) -> str:
         ("/" if path.startswith("/conv:") else path)
 
 
-def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int = 1) -> list[dict[str, Any]]:
+def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int = 1,
+             scope: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Index rows for a document's tree; ids depend on the document key and a stable path.
+
+    ``scope`` is what scoped recall filters on, the same for every node of the document:
+    ``project`` (a conversation's working directory as its source records it), ``source``
+    (its kind; ``article`` for articles) and ``doc_date`` (when it started).
 
     ``embed_text`` (not stored) is what gets embedded when it differs from title + text;
     it is part of the content hash, so a message re-embeds when its neighbours change.
@@ -118,6 +123,10 @@ def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int =
     node's own text otherwise.
     """
     now = now_utc()
+    scope = scope or {}
+    date = scope.get("doc_date")
+    scoped = {"project": scope.get("project"), "source": scope.get("source") or doc_kind,
+              "doc_date": date.replace(tzinfo=None) if isinstance(date, datetime) else None}
     contexts = context_texts(tree, context_turns)
     reply = replies(tree)
     kins = kin(tree)
@@ -136,6 +145,7 @@ def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int =
             "importance": ARTICLE_IMPORTANCE if doc_kind == "article" else CONVERSATION_IMPORTANCE, "access": 0,
             "similar": [], "reply": node_id(doc, _stable(reply[n.path])) if n.path in reply else None,
             "kin": [node_id(doc, _stable(p)) for p in kins.get(n.path, [])],
+            **scoped,
         })
     return out
 
@@ -157,7 +167,8 @@ def conversation_rows(ledger: Ledger, cid: str, short: str, context_turns: int) 
         (m.native_id, m.role, m.text, m.timestamp) for m in ledger.active_thread(cid) if not m.low_value]
     date = conv.started_at.strftime("%Y-%m-%d") if conv.started_at else None
     tree = conversation_nodes(cid, short, conv.title or "", date, conv.source, msgs)
-    return rows_for(conv_ref(cid), "conversation", tree, context_turns)
+    scope = {"project": conv.project, "source": conv.source, "doc_date": conv.started_at}
+    return rows_for(conv_ref(cid), "conversation", tree, context_turns, scope)
 
 
 def embed_rows(embedder: Any, rows: list[dict[str, Any]], dim: int) -> int:

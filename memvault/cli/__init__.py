@@ -2,15 +2,30 @@
 
 `app.py` holds the Typer app; each module below registers the commands it is named for. They
 are imported here, after the app exists, so no module imports the package that imports it.
+
+When the process is the `memvault` command running one of the two agent hooks (`capture`,
+`prompt-recall`, with a hook's simple command line), Typer and the command modules are not
+imported at all and ``main`` runs the hook directly: a hook then starts in milliseconds
+(see ``memvault.cli.live_fast``). Every other use gets the Typer app.
 """
 
-# Imported for their side effect, registering commands; this order is the order of `--help`.
-from memvault.cli import home, pipeline, recall, editorial, ops, agents  # noqa: F401,I001
-from memvault.cli.app import app
+import sys
+
+from memvault.cli.live_fast import is_hook_process, run_hook
+
+if is_hook_process(sys.argv):
+
+    def main() -> None:
+        """The `memvault` console script, as an agent hook."""
+        raise SystemExit(run_hook(sys.argv))
+
+else:
+    # Imported for their side effect, registering commands; this order is the order of `--help`.
+    from memvault.cli import home, pipeline, recall, editorial, ops, agents, live  # noqa: F401,I001
+    from memvault.cli.app import app
+
+    def main() -> None:
+        """The `memvault` console script."""
+        app()
 
 __all__ = ["app", "main"]
-
-
-def main() -> None:
-    """The `memvault` console script."""
-    app()

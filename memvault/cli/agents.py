@@ -15,7 +15,7 @@ PANEL = "Agents"
 
 @app.command(rich_help_panel=PANEL)
 def mcp(ctx: typer.Context) -> None:
-    """Serve the memory as read-only MCP tools over stdio (for Claude Code and other MCP clients).
+    """Serve the memory as MCP tools over stdio (read-only unless `mcp.allow_write`), for Claude Code and other clients.
 
     Example: memvault --home ~/memvault mcp
     """
@@ -81,9 +81,11 @@ def agent_setup(
     exe: Annotated[str | None, typer.Option(
         "--exe", metavar="PATH", help="Path of the memvault executable (default: found automatically).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace a skill file that was edited by hand.")] = False,
+    allow_write: Annotated[bool, typer.Option(
+        "--allow-write", help="Let this agent write memory (the MCP tool `remember`; sets mcp.allow_write for it).")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Register memvault with an agent: MCP server, SessionStart index hook, skill file.
+    """Register memvault with an agent: MCP server, hooks (index, capture, prompt recall), skill file.
 
     Example: memvault agent-setup claude-code --apply
     """
@@ -97,7 +99,7 @@ def agent_setup(
             raise UsageError(f"unknown agent {client!r} — supported: claude-code (any other MCP client: "
                              "run `memvault mcp` as a stdio server, see docs/agents.md)")
         home = settings_of(ctx).home
-        plan = claude_code_plan(home, claude_dir, claude_json, exe)
+        plan = claude_code_plan(home, claude_dir, claude_json, exe, allow_write=allow_write)
         if apply:
             apply_plan(plan, force=force)
         data = {**plan.as_dict(), "applied": apply}
@@ -106,9 +108,12 @@ def agent_setup(
             console.print(f"[bold]1. MCP server[/bold] — `mcpServers.memvault` in {plan.claude_json}:", highlight=False)
             print(json.dumps({"memvault": plan.server_entry}, indent=2))
             console.print(f"   equivalent: {plan.add_command}", highlight=False)
-            console.print(f"[bold]2. SessionStart hook[/bold] in {plan.settings_json}:", highlight=False)
-            print(json.dumps({"hooks": {"SessionStart": [plan.hook_group]}}, indent=2))
+            console.print(f"[bold]2. Hooks[/bold] in {plan.settings_json} (index at start, capture on "
+                          "Stop/SessionEnd/PreCompact, recall at each prompt):", highlight=False)
+            print(json.dumps({"hooks": {e: [g] for e, g in plan.hook_groups.items()}}, indent=2))
             console.print(f"[bold]3. Skill[/bold] {plan.skill_path} (when to consult memory, how to cite)", highlight=False)
+            console.print("Memory writes (MCP `remember`): " + ("allowed for this client" if allow_write
+                          else "off (--allow-write turns them on)"), highlight=False)
             if apply:
                 for path, change in plan.changes.items():
                     console.print(f"   {change}: {path}", highlight=False)

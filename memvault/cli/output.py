@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from memvault.errors import MemvaultError
 
@@ -28,7 +29,8 @@ def reporting(as_json: bool) -> Iterator[None]:
         if as_json:
             emit_json({"error": str(exc), "type": type(exc).__name__})
         else:
-            err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+            # Escaped: messages name TOML sections such as [recall], which rich would take as markup.
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(exc.exit_code) from None
 
 

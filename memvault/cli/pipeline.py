@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from memvault.cli.app import app
 from memvault.cli.context import home_settings
@@ -66,8 +67,8 @@ def ingest(
         render(as_json, result, lambda: _print_ingest(result))
     if missing:
         if not as_json:
-            err_console.print(f"[red]error:[/red] no such file or folder: {', '.join(str(p) for p in missing)}",
-                              highlight=False)
+            err_console.print("[red]error:[/red] no such file or folder: "
+                              + escape(", ".join(str(p) for p in missing)), highlight=False)
         raise typer.Exit(1)
 
 
@@ -75,7 +76,8 @@ def _print_ingest(result: dict[str, Any]) -> None:
     console.print(f"files seen {result.get('files_seen', 0)}, conversations new {result.get('conversations_new', 0)}, "
                   f"updated {result.get('conversations_updated', 0)}, messages new {result.get('messages_new', 0)}")
     for e in result.get("errors", []):
-        console.print(f"  [yellow]{e['file']}:{e.get('line') or '-'}[/yellow]: {e['error']}", highlight=False)
+        console.print(f"  [yellow]{escape(str(e['file']))}:{e.get('line') or '-'}[/yellow]: {escape(str(e['error']))}",
+                      highlight=False)
 
 
 @app.command(rich_help_panel=PANEL)

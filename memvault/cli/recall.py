@@ -13,6 +13,15 @@ from memvault.cli.params import JsonFlag, TitleArg
 PANEL = "Recall"
 
 QueryArg = Annotated[str, typer.Argument(metavar="QUERY", help="What to remember.", show_default=False)]
+# Scoped recall (`recall`, `search`): hard filters inside the index queries.
+ScopeProject = Annotated[str | None, typer.Option(
+    "--project", metavar="PROJECT", help="Only this project (its directory, or the directory's name).")]
+ScopeSource = Annotated[str | None, typer.Option(
+    "--source", metavar="KIND", help="Only this source kind (claude-code, codex, pi, chatgpt, claude-ai, note, article).")]
+ScopeSince = Annotated[str | None, typer.Option(
+    "--since", metavar="DATE", help="Only conversations started on or after DATE (YYYY-MM-DD).")]
+ScopeUntil = Annotated[str | None, typer.Option(
+    "--until", metavar="DATE", help="Only conversations started on or before DATE (YYYY-MM-DD).")]
 
 
 @app.command(rich_help_panel=PANEL)
@@ -24,14 +33,20 @@ def recall(
     max_chars: Annotated[int | None, typer.Option("--max-chars", metavar="N", min=1,
                                                   help="Most characters in the block.")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show each hit's score terms.")] = False,
+    project: ScopeProject = None, source: ScopeSource = None, since: ScopeSince = None, until: ScopeUntil = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Print a <memory-recall> block for QUERY (hybrid vector + full-text search).
 
-    Example: memvault recall "when does the postgres backup run?"
+    Example: memvault recall "when does the postgres backup run?" --project homelab
     """
+    import os
+
+    from memvault.recall.scope import Scope
+
     with reporting(as_json):
-        result = service_of(ctx).recall(query, max_nodes=max_nodes, max_chars=max_chars)
+        scope = Scope.of(project, source, since, until)
+        result = service_of(ctx).recall(query, max_nodes=max_nodes, max_chars=max_chars, scope=scope, cwd=os.getcwd())
 
         def text() -> None:
             print(result["block"])
@@ -47,14 +62,19 @@ def search(
     ctx: typer.Context,
     query: QueryArg,
     limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", min=1, help="Most hits.")] = 10,
+    project: ScopeProject = None, source: ScopeSource = None, since: ScopeSince = None, until: ScopeUntil = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Ids, titles and paths of the best matches (no bodies; use `get` for those).
 
-    Example: memvault search tidepool --limit 5
+    Example: memvault search tidepool --limit 5 --since 2026-01-01
     """
+    import os
+
+    from memvault.recall.scope import Scope
+
     with reporting(as_json):
-        hits = service_of(ctx).search(query, limit)
+        hits = service_of(ctx).search(query, limit, scope=Scope.of(project, source, since, until), cwd=os.getcwd())
 
         def text() -> None:
             for h in hits:

@@ -24,6 +24,11 @@ INDEX_MAX_CHARS = 1_500  # ~ 350 tokens: enough for dozens of titles, cheap on e
 SERVER_NAME = "memvault"
 HOOK_EVENT = "SessionStart"
 HOOK_MATCHER = "startup|resume|clear|compact"  # after a compaction the index is gone; inject again
+# The live path: a finished turn, an ended session and a coming compaction mean "the
+# transcript changed" (capture spools it); a submitted prompt gets recall injected.
+CAPTURE_EVENTS = ("Stop", "SessionEnd", "PreCompact")
+PROMPT_EVENT = "UserPromptSubmit"
+OUR_SUBCOMMANDS = ("index-brief", "capture", "prompt-recall")
 
 
 def render_index(titles: list[str], max_chars: int | None = INDEX_MAX_CHARS) -> str:
@@ -117,11 +122,26 @@ class ClaudeCodePlan:
     claude_json: Path
     settings_json: Path
     skill_path: Path
+    allow_write: bool = False
     changes: dict[str, str] = field(default_factory=dict)
 
     @property
     def server_entry(self) -> dict[str, Any]:
-        return {"type": "stdio", "command": self.exe, "args": ["--home", str(self.home), "mcp"], "env": {}}
+        # Memory writes (MCP `remember`) are allowed for this client only, and only when asked.
+        env = {"MEMVAULT_MCP__ALLOW_WRITE": "true"} if self.allow_write else {}
+        return {"type": "stdio", "command": self.exe, "args": ["--home", str(self.home), "mcp"], "env": env}
+
+    def _live_group(self, sub: str, timeout: int) -> dict[str, Any]:
+        return {"hooks": [{"type": "command", "command": shlex.join([self.exe, "--home", str(self.home), sub]),
+                           "timeout": timeout}]}
+
+    @property
+    def hook_groups(self) -> dict[str, dict[str, Any]]:
+        """Every hook memvault registers, by event."""
+        groups = {HOOK_EVENT: self.hook_group, PROMPT_EVENT: self._live_group("prompt-recall", 15)}
+        for event in CAPTURE_EVENTS:
+            groups[event] = self._live_group("capture", 10)
+        return groups
 
     @property
     def hook_command(self) -> str:
@@ -142,20 +162,22 @@ class ClaudeCodePlan:
             "mcp": {"file": str(self.claude_json), "key": f"mcpServers.{SERVER_NAME}", "entry": self.server_entry,
                     "equivalent_command": self.add_command},
             "hook": {"file": str(self.settings_json), "event": HOOK_EVENT, "entry": self.hook_group},
+            "hooks": {"file": str(self.settings_json), "events": self.hook_groups},
+            "allow_write": self.allow_write,
             "skill": {"file": str(self.skill_path), "text": SKILL},
             "changes": self.changes,
         }
 
 
 def claude_code_plan(home: Path, claude_dir: Path, claude_json: Path | None = None,
-                     exe: str | None = None) -> ClaudeCodePlan:
+                     exe: str | None = None, allow_write: bool = False) -> ClaudeCodePlan:
     """The user-scope setup: ``~/.claude.json`` (MCP), ``~/.claude/settings.json`` (hook), the skill."""
     claude_dir = claude_dir.expanduser().resolve()
     return ClaudeCodePlan(
         exe=find_executable(exe), home=home,
         claude_json=(claude_json.expanduser().resolve() if claude_json else claude_dir.with_name(".claude.json")),
         settings_json=claude_dir / "settings.json",
-        skill_path=claude_dir / "skills" / SERVER_NAME / "SKILL.md",
+        skill_path=claude_dir / "skills" / SERVER_NAME / "SKILL.md", allow_write=allow_write,
     )
 
 
@@ -173,16 +195,25 @@ def _load_json(path: Path) -> dict[str, Any]:
 
 
 def _is_ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and "index-brief" in str(hook.get("command", "")) and SERVER_NAME in str(hook.get("command", ""))
+    command = str(hook.get("command", "")) if isinstance(hook, dict) else ""
+    return SERVER_NAME in command and any(sub in command.split() for sub in OUR_SUBCOMMANDS)
 
 
-def merge_hook(settings: dict[str, Any], group: dict[str, Any]) -> dict[str, Any]:
-    """``settings`` with memvault's SessionStart hook in place (replacing an older one of ours)."""
+def merge_hooks(settings: dict[str, Any], groups_by_event: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``settings`` with each of memvault's hooks in place (replacing older ones of ours)."""
+    out = settings
+    for event, group in groups_by_event.items():
+        out = merge_hook(out, group, event)
+    return out
+
+
+def merge_hook(settings: dict[str, Any], group: dict[str, Any], event: str = HOOK_EVENT) -> dict[str, Any]:
+    """``settings`` with memvault's hook for ``event`` in place (replacing an older one of ours)."""
     out: dict[str, Any] = json.loads(json.dumps(settings))
     hooks = out.setdefault("hooks", {})
-    if not isinstance(hooks, dict) or not isinstance(hooks.setdefault(HOOK_EVENT, []), list):
+    if not isinstance(hooks, dict) or not isinstance(hooks.setdefault(event, []), list):
         raise ConfigError("`hooks` in Claude Code's settings.json is not in the documented shape — fix it by hand")
-    groups: list[Any] = hooks[HOOK_EVENT]
+    groups: list[Any] = hooks[event]
     for i, g in enumerate(groups):
         if isinstance(g, dict) and any(_is_ours(h) for h in g.get("hooks", [])):
             others = [h for h in g.get("hooks", []) if not _is_ours(h)]
@@ -213,7 +244,7 @@ def apply_plan(plan: ClaudeCodePlan, force: bool = False) -> dict[str, str]:
         raise ConfigError(f"`mcpServers` in {plan.claude_json} is not an object — fix it by hand; nothing was written")
     new_cfg = {**cfg, "mcpServers": {**servers, SERVER_NAME: plan.server_entry}}
     changes = {str(plan.claude_json): _write_json(plan.claude_json, cfg, new_cfg, plan.claude_json.exists())}
-    new_settings = merge_hook(settings, plan.hook_group)
+    new_settings = merge_hooks(settings, plan.hook_groups)
     changes[str(plan.settings_json)] = _write_json(plan.settings_json, settings, new_settings, plan.settings_json.exists())
     old_skill = plan.skill_path.read_text(encoding="utf-8") if plan.skill_path.exists() else None
     if old_skill == SKILL:

@@ -10,19 +10,26 @@ from typing import Any
 import numpy as np
 
 from memvault.embeddings import Embedder
-from memvault.errors import NotFoundError
+from memvault.errors import NotFoundError, UsageError
 from memvault.markdown.tree import article_nodes
 from memvault.markdown.wikilinks import find_links, link_key
 from memvault.recall.access import ACCESS_LOG, append_access
 from memvault.recall.block import render_block
+from memvault.recall.scope import Scope, in_project
 from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_head, select
 from memvault.settings import Settings
-from stores.nodes import NodeIndex
+from stores.nodes import NodeIndex, scope_filter
 from stores.vault import Vault
 
 
+def _checked(query: str) -> str:
+    """The query, or ``UsageError``: an empty query would return arbitrary nodes."""
+    if not isinstance(query, str) or not query.strip():
+        raise UsageError("the query is empty — say what to look for, e.g. memvault recall \"postgres backups\"")
+    return query
 
-def _candidate(row: dict[str, Any]) -> Candidate:
+
+def _candidate(row: dict[str, Any], cwd: str | None = None) -> Candidate:
     vec = row.get("vector")
     ts = row.get("created_at")
     return Candidate(
@@ -31,7 +38,7 @@ def _candidate(row: dict[str, Any]) -> Candidate:
         similar=[(e["id"], float(e["sim"])) for e in row.get("similar") or []],
         vector=np.asarray(vec, dtype=np.float32) if vec is not None and not row.get("pending") else None,
         chars=len(row.get("text") or ""), text=row.get("text") or "",
-        timestamp=ts if isinstance(ts, datetime) else None,
+        timestamp=ts if isinstance(ts, datetime) else None, in_project=in_project(row.get("project"), cwd),
     )
 
 
@@ -50,19 +57,22 @@ class MemoryService:
             self._nodes = NodeIndex.open_existing(self.settings)
         return self._nodes
 
-    def weights(self) -> ScoringWeights:
-        # Every `[recall]` setting that names a scoring weight (the rest keep seed 000's values).
-        return ScoringWeights(**self.settings.recall.model_dump(include=set(ScoringWeights.model_fields)))
+    def weights(self, cwd: str | None = None) -> ScoringWeights:
+        # Every `[recall]` setting that names a scoring weight (the rest keep seed 000's values);
+        # the project prior only when the recall is made from somewhere (a hook's or CLI's cwd).
+        w = ScoringWeights(**self.settings.recall.model_dump(include=set(ScoringWeights.model_fields)))
+        return w.model_copy(update={"w_project": self.settings.live.project_boost}) if cwd else w
 
     # -- search ---------------------------------------------------------------------------
-    def _scored(self, query: str, k: int, keep: int | None = None) -> tuple[list[Scored], dict[str, dict[str, Any]]]:
+    def _scored(self, query: str, k: int, keep: int | None = None, scope: Scope = Scope(),
+                cwd: str | None = None) -> tuple[list[Scored], dict[str, dict[str, Any]]]:
         """Every scored node (``keep``: the best ``keep`` exactly, see ``score_head``) and the rows read."""
-        cands, rows, lookup = self._candidates(query, k)
-        scored, _ = score_head(cands, lookup, self.weights(), datetime.now(timezone.utc), keep)
+        cands, rows, lookup = self._candidates(query, k, scope, cwd)
+        scored, _ = score_head(cands, lookup, self.weights(cwd), datetime.now(timezone.utc), keep)
         return scored, rows
 
-    def _candidates(self, query: str, k: int) -> tuple[list[Candidate], dict[str, dict[str, Any]],
-                                                       Callable[[list[str]], dict[str, Candidate]]]:
+    def _candidates(self, query: str, k: int, scope: Scope = Scope(), cwd: str | None = None
+                    ) -> tuple[list[Candidate], dict[str, dict[str, Any]], Callable[[list[str]], dict[str, Candidate]]]:
         """Vector top-k ∪ full-text top-k, the rows read (grown by ``lookup``), and the lookup
         for the nodes that scoring lifts.
 
@@ -75,15 +85,16 @@ class MemoryService:
         rows: dict[str, dict[str, Any]] = {}
         cands: dict[str, Candidate] = {}
         ix = self.settings.index
+        where = scope_filter(scope.project, scope.source, scope.since, scope.until) if scope else None
         vector_hits, fts_hits = self.nodes.recall_search(qv, query, k, nprobes=ix.ann_nprobes,
-                                                         refine_factor=ix.ann_refine_factor)
+                                                         refine_factor=ix.ann_refine_factor, where=where)
         for rank, row in enumerate(vector_hits, start=1):
             rows[row["id"]] = row
-            c = cands.setdefault(row["id"], _candidate(row))
+            c = cands.setdefault(row["id"], _candidate(row, cwd))
             c.cos, c.vector_rank = 1.0 - float(row["_distance"]), rank
         for rank, row in enumerate(fts_hits, start=1):
             rows.setdefault(row["id"], row)
-            c = cands.setdefault(row["id"], _candidate(row))
+            c = cands.setdefault(row["id"], _candidate(row, cwd))
             c.lexical, c.fts_rank = float(row["_score"]), rank
             if c.cos is None and c.vector is not None:
                 c.cos = float(c.vector @ qv)
@@ -99,29 +110,36 @@ class MemoryService:
 
         def lookup(ids: list[str]) -> dict[str, Candidate]:
             unread = [i for i in ids if i not in rows]
-            for r in self.nodes.rows_of(unread):
+            for r in self.nodes.rows_of(unread, where):
                 rows[r["id"]] = r
-            return {i: _candidate(rows[i]) for i in ids if i in rows}
+            return {i: _candidate(rows[i], cwd) for i in ids if i in rows}
 
         return list(cands.values()), rows, lookup
 
-    def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        """Ids, titles, paths and scores of the best nodes — no bodies."""
-        scored, rows = self._scored(query, max(self.settings.recall.top_k, limit), keep=limit)
+    def search(self, query: str, limit: int = 10, scope: Scope = Scope(), cwd: str | None = None) -> list[dict[str, Any]]:
+        """Ids, titles, paths and scores of the best nodes — no bodies. ``scope`` filters,
+        ``cwd`` (where the search is made from) boosts that project's nodes."""
+        scored, rows = self._scored(_checked(query), max(self.settings.recall.top_k, limit), keep=limit,
+                                    scope=scope, cwd=cwd)
         out = []
         for s in scored[:limit]:
             r = rows[s.id]
             out.append({"id": s.id, "title": r["title"], "path": r["path"], "kind": r["kind"],
-                        "doc": r["doc"], "score": round(s.score, 6)})
+                        "doc": r["doc"], "score": round(s.score, 6), "project": r.get("project"),
+                        "source": r.get("source")})
         return out
 
     def recall(self, query: str, max_nodes: int | None = None, max_chars: int | None = None,
-               max_node_chars: int | None = None) -> dict[str, Any]:
-        """A ``<memory-recall>`` block within the budgets, with every hit's explanation."""
+               max_node_chars: int | None = None, scope: Scope = Scope(), cwd: str | None = None) -> dict[str, Any]:
+        """A ``<memory-recall>`` block within the budgets, with every hit's explanation.
+
+        ``scope`` keeps only nodes of that project, source and dates (inside the searches);
+        ``cwd``, the directory the recall is made from, adds the project prior to its nodes.
+        """
         r = self.settings.recall
-        cands, rows, lookup = self._candidates(query, r.top_k)
+        cands, rows, lookup = self._candidates(_checked(query), r.top_k, scope, cwd)
         picked = self._select(cands, lookup, max_nodes or r.max_nodes, max_chars or r.max_chars,
-                              max_node_chars or r.max_node_chars)
+                              max_node_chars or r.max_node_chars, cwd)
         hits = []
         for s in picked:
             row = rows[s.id]
@@ -130,12 +148,13 @@ class MemoryService:
                 cite = row["path"].split("/")[1]
             hits.append({"id": s.id, "path": row["path"], "title": row["title"], "kind": row["kind"],
                          "score": round(s.score, 6), "text": s.text, "cite": cite,
+                         "project": row.get("project"), "source": row.get("source"),
                          "explain": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in s.explain.items()}})
         self._log_access([h["id"] for h in hits])
         return {"query": query, "block": render_block(query, hits), "hits": hits}
 
     def _select(self, cands: list[Candidate], lookup: Callable[[list[str]], dict[str, Candidate]],
-                max_nodes: int, max_chars: int, max_node_chars: int) -> list[Scored]:
+                max_nodes: int, max_chars: int, max_node_chars: int, cwd: str | None = None) -> list[Scored]:
         """``select`` over the best-scored nodes, scoring (and reading) only as deep as it goes.
 
         ``select`` is greedy and stops once ``max_nodes`` or ``max_chars`` is reached, so on a
@@ -143,7 +162,7 @@ class MemoryService:
         the prefix is scored exactly by ``score_head`` (lifted nodes that cannot reach it are
         never read), and doubles when ``select`` exhausts it.
         """
-        weights, now = self.weights(), datetime.now(timezone.utc)
+        weights, now = self.weights(cwd), datetime.now(timezone.utc)
         n = max_nodes * 3
         while True:
             scored, complete = score_head(cands, lookup, weights, now, keep=n)
@@ -161,7 +180,12 @@ class MemoryService:
 
     # -- layers 2 and 3 ---------------------------------------------------------------------
     def get(self, ids: list[str]) -> list[dict[str, Any]]:
+        """Full nodes by id; ``NotFoundError`` names every id that is not in the index."""
         rows = self.nodes.get(ids)
+        missing = [i for i in dict.fromkeys(ids) if i not in {r["id"] for r in rows}]
+        if missing:
+            raise NotFoundError(f"no node {', '.join(missing)} in the index — use ids from `memvault search` "
+                                "(an id from before a `memvault reindex` or a forget may be gone)")
         return [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items() if k != "_distance"} for r in rows]
 
     def timeline(self, node_id: str, before: int = 3, after: int = 3) -> list[dict[str, Any]]:

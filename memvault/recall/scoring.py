@@ -57,6 +57,7 @@ class ScoringWeights(BaseModel):
     access_base: float = Field(default=8, description="Access count at which the access prior reaches its full weight")
     access_cap: float = Field(default=1.0, description="Cap on log1p(access)/log(access_base), so access never outweighs relevance")
     diversity: float = Field(default=0.88, description="A candidate this cosine-similar to a picked node is dropped")
+    w_project: float = Field(default=0.0, description="Prior of a node of the project the recall is made from (0: no project known)")
 
 
 @dataclass
@@ -80,6 +81,7 @@ class Candidate:
     chars: int = 0
     text: str = ""
     timestamp: datetime | None = None
+    in_project: bool = False  # of the project the recall is made from (memvault.recall.scope)
 
 
 @dataclass
@@ -145,6 +147,7 @@ def _priors(c: Candidate, age: float | None, w: ScoringWeights) -> dict[str, flo
         "importance_prior": importance,
         "recency_prior": recency,
         "access_prior": w.w_access * min(access_ratio, w.access_cap),
+        "project_prior": w.w_project if c.in_project else 0.0,
     }
 
 
@@ -163,7 +166,7 @@ def score_candidates(
 
 
 def _max_prior(w: ScoringWeights) -> float:
-    return w.w_importance + w.w_recency + w.w_access * w.access_cap
+    return w.w_importance + w.w_recency + w.w_access * w.access_cap + max(w.w_project, 0.0)
 
 
 def score_head(
@@ -225,7 +228,7 @@ def score_head(
         base = float(terms["base"] or 0.0)
         relevance = max(base, propagation)
         priors = _priors(c, age, w)
-        total = relevance + priors["importance_prior"] + priors["recency_prior"] + priors["access_prior"]
+        total = relevance + sum(priors.values())
         explain = {
             **terms,
             "propagated_from": source,

@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from memvault.errors import IndexMismatchError, MemvaultError, NotFoundError, UsageError
 from memvault.ops.memory import MemoryService
+from memvault.ops.prompt_recall import prompt_block
 from memvault.servers import SharedService
 
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
@@ -61,6 +62,19 @@ def _query(request: Request) -> str:
     if not q:
         raise UsageError("missing query parameter q, e.g. /recall?q=postgres+backups")
     return q
+
+
+def _scope(request: Request) -> Any:
+    """The scoped-recall filters of a request (``project``, ``source``, ``since``, ``until``)."""
+    from memvault.recall.scope import Scope
+
+    p = request.query_params
+    return Scope.of(p.get("project"), p.get("source"), p.get("since"), p.get("until"))
+
+
+def _cwd(request: Request) -> str | None:
+    """Where the caller works (``cwd``): that project's nodes get the project prior."""
+    return request.query_params.get("cwd") or None
 
 
 def _error(status: int, exc: Exception) -> JSONResponse:
@@ -124,9 +138,13 @@ def build_app(shared: SharedService, loopback_only: bool = True) -> Starlette:
 
     routes = [
         Route("/health", endpoint(health)),
-        Route("/search", endpoint(lambda r, s: {"query": _query(r), "hits": s.search(_query(r), _int(r, "limit", 10, 1, 100))})),
+        Route("/search", endpoint(lambda r, s: {"query": _query(r), "hits": s.search(
+            _query(r), _int(r, "limit", 10, 1, 100), scope=_scope(r), cwd=_cwd(r))})),
         Route("/recall", endpoint(lambda r, s: s.recall(_query(r), max_nodes=_int(r, "max_nodes", None, 1, 50),
-                                                       max_chars=_int(r, "max_chars", None, 200, 50_000)))),
+                                                       max_chars=_int(r, "max_chars", None, 200, 50_000),
+                                                       scope=_scope(r), cwd=_cwd(r)))),
+        # The UserPromptSubmit hook's question: a block only when the best hit clears the threshold.
+        Route("/prompt-recall", endpoint(lambda r, s: prompt_block(s, _query(r), _cwd(r)))),
         Route("/timeline/{id}", endpoint(lambda r, s: s.timeline(r.path_params["id"], _int(r, "before", 3, 0, 50),
                                                                 _int(r, "after", 3, 0, 50)))),
         Route("/get", endpoint(lambda r, s: s.get(get_ids(r)))),
@@ -151,5 +169,11 @@ def serve(shared: SharedService, host: str, port: int, allow_remote: bool) -> No
     """Run the API until interrupted (Ctrl-C)."""
     import uvicorn
 
+    from memvault.servers import drain_loop
+
     check_bind(host, allow_remote)
-    uvicorn.run(build_app(shared, loopback_only=is_loopback(host)), host=host, port=port, log_level="warning")
+    stop = drain_loop.start(shared, host, port)  # hooks see a warm server: it drains, it answers prompt-recall
+    try:
+        uvicorn.run(build_app(shared, loopback_only=is_loopback(host)), host=host, port=port, log_level="warning")
+    finally:
+        drain_loop.finish(shared, stop)

@@ -1,9 +1,14 @@
-"""`memvault mcp`: the memory as read-only MCP tools over stdio (official MCP Python SDK 2.x).
+"""`memvault mcp`: the memory as MCP tools over stdio (official MCP Python SDK 2.x).
 
-Every tool result is text wrapped in a ``<memory-recall>`` element (recall returns its own
+Every tool's text result is wrapped in a ``<memory-recall>`` element (recall returns its own
 block), so that when an agent's transcript later comes back through ingest, memvault's own
-output is stripped instead of being cited as new knowledge. Structured output is off for the
-same reason: a second, unmarked JSON copy of the result would survive in the transcript.
+output is stripped instead of being cited as new knowledge. Each tool also returns the same
+result as structured content, described by its output schema, for clients that read fields
+(Claude Code records only the text blocks in its transcripts). Articles are resources too
+(``memvault://articles`` and the template ``memvault://articles/{title}``).
+
+The one write tool, ``remember``, is listed always but refuses unless the setting
+``mcp.allow_write`` is on (`memvault agent-setup … --allow-write` turns it on for one client).
 """
 
 from collections.abc import Callable
@@ -11,12 +16,14 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
 
-from memvault.ops.agent_setup import render_index
+from memvault import __version__
 from memvault.errors import MemvaultError
+from memvault.ops.agent_setup import render_index
 from memvault.ops.memory import MemoryService
+from memvault.recall.scope import Scope
 from memvault.servers import SharedService, wrap_for_agent
 
 INSTRUCTIONS = """\
@@ -38,9 +45,80 @@ the newest dated source. When you use a recalled fact, cite it briefly: `conv:<i
 conversation, [[Article_Title]] for an article."""
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 
 Query = Annotated[str, Field(description="What to look for, in plain words (e.g. 'postgres backup retention').")]
 Title = Annotated[str, Field(description="Article title or file stem, as listed by list_articles.")]
+Project = Annotated[str | None, Field(description="Only this project (a directory, or a directory's name).")]
+Source = Annotated[str | None, Field(description="Only this source kind: claude-code, codex, pi, chatgpt, claude-ai, note or article.")]
+Since = Annotated[str | None, Field(description="Only conversations started on or after this date (YYYY-MM-DD).")]
+Until = Annotated[str | None, Field(description="Only conversations started on or before this date (YYYY-MM-DD).")]
+Cwd = Annotated[str | None, Field(description="The directory the agent works in: that project's memories rank a little higher.")]
+
+
+# Output schemas: what each tool's structured content holds (the text block holds the same).
+class Hit(BaseModel):
+    id: str
+    title: str | None = None
+    path: str
+    kind: str
+    score: float
+    doc: str | None = None
+    cite: str | None = None
+    text: str | None = None
+    project: str | None = None
+    source: str | None = None
+
+
+class RecallOut(BaseModel):
+    query: str
+    block: str
+    hits: list[Hit]
+
+
+class SearchOut(BaseModel):
+    query: str
+    hits: list[Hit]
+
+
+class NodesOut(BaseModel):
+    nodes: list[dict[str, Any]]
+
+
+class ArticlesOut(BaseModel):
+    articles: list[dict[str, Any]]
+
+
+class TextOut(BaseModel):
+    title: str
+    path: str | None = None
+    section: str | None = None
+    text: str
+
+
+class SectionsOut(BaseModel):
+    sections: list[dict[str, Any]]
+
+
+class LinksOut(BaseModel):
+    article: str
+    out: list[str]
+    inbound: list[str] = Field(description="Articles that link into this one")
+
+
+class RememberOut(BaseModel):
+    id: str
+    cite: str
+    queued: bool
+
+
+def _result(text: str, data: BaseModel) -> CallToolResult:
+    """The wrapped text block plus the same result as structured content."""
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data.model_dump(mode="json"))
+
+
+def _hit(h: dict[str, Any]) -> Hit:
+    return Hit(**{k: h.get(k) for k in Hit.model_fields})
 
 
 def _run(shared: SharedService, fn: Callable[[MemoryService], Any]) -> Any:
@@ -53,10 +131,17 @@ def _run(shared: SharedService, fn: Callable[[MemoryService], Any]) -> Any:
 
 def build_server(shared: SharedService) -> MCPServer:
     """The MCP server with memvault's read-only tools and the article-list resource."""
-    server = MCPServer(name="memvault", title="memvault — the user's memory", instructions=INSTRUCTIONS)
+    server = MCPServer(name="memvault", title="memvault — the user's memory", instructions=INSTRUCTIONS,
+                       version=__version__)
 
-    def tool(description: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
-        return server.tool(description=description, annotations=READ_ONLY, structured_output=False)
+    def tool(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return server.tool(description=description, annotations=READ_ONLY)
+
+    def scope(project: str | None, source: str | None, since: str | None, until: str | None) -> Scope:
+        try:
+            return Scope.of(project, source, since, until)
+        except MemvaultError as exc:
+            raise ToolError(str(exc)) from exc
 
     @tool("Recall what the user's memory knows about a subject: the best passages from their "
           "articles and past conversations, as one <memory-recall> block with citations. Use it "
@@ -65,49 +150,89 @@ def build_server(shared: SharedService) -> MCPServer:
     def recall(query: Query,
                max_nodes: Annotated[int | None, Field(ge=1, le=50, description="Most passages (default from settings).")] = None,
                max_chars: Annotated[int | None, Field(ge=200, le=50_000, description="Most characters in the block.")] = None,
-               ) -> str:
-        return _run(shared, lambda s: s.recall(query, max_nodes=max_nodes, max_chars=max_chars))["block"]
+               project: Project = None, source: Source = None, since: Since = None, until: Until = None,
+               cwd: Cwd = None) -> Annotated[CallToolResult, RecallOut]:
+        sc = scope(project, source, since, until)
+        r = _run(shared, lambda s: s.recall(query, max_nodes=max_nodes, max_chars=max_chars, scope=sc, cwd=cwd))
+        return _result(r["block"], RecallOut(query=r["query"], block=r["block"], hits=[_hit(h) for h in r["hits"]]))
 
     @tool("Search the user's memory and get ids, titles, paths and scores only (no text). Use it to "
           "find a conversation or section, then `timeline` for its surroundings or `get` for full text.")
     def search(query: Query,
-               limit: Annotated[int, Field(ge=1, le=100, description="How many hits.")] = 10) -> str:
-        return wrap_for_agent("search", _run(shared, lambda s: s.search(query, limit)))
+               limit: Annotated[int, Field(ge=1, le=100, description="How many hits.")] = 10,
+               project: Project = None, source: Source = None, since: Since = None, until: Until = None,
+               cwd: Cwd = None) -> Annotated[CallToolResult, SearchOut]:
+        sc = scope(project, source, since, until)
+        hits = _run(shared, lambda s: s.search(query, limit, scope=sc, cwd=cwd))
+        return _result(wrap_for_agent("search", hits), SearchOut(query=query, hits=[_hit(h) for h in hits]))
 
     @tool("The nodes around one memory node (from `search`), in document order: what was said "
           "just before and after in that conversation or article.")
     def timeline(id: Annotated[str, Field(description="A node id from `search`.")],  # noqa: A002 - the name agents see
                  before: Annotated[int, Field(ge=0, le=50)] = 3,
-                 after: Annotated[int, Field(ge=0, le=50)] = 3) -> str:
-        return wrap_for_agent("timeline", _run(shared, lambda s: s.timeline(id, before, after)))
+                 after: Annotated[int, Field(ge=0, le=50)] = 3) -> Annotated[CallToolResult, NodesOut]:
+        rows = _run(shared, lambda s: s.timeline(id, before, after))
+        return _result(wrap_for_agent("timeline", rows), NodesOut(nodes=rows))
 
     @tool("Full text and metadata of memory nodes by id (ids come from `search` or `timeline`).")
-    def get(ids: Annotated[list[str], Field(min_length=1, max_length=100, description="Node ids.")]) -> str:
-        rows = _run(shared, lambda s: s.get(ids))
-        return wrap_for_agent("get", [{k: v for k, v in r.items() if k != "vector"} for r in rows])
+    def get(ids: Annotated[list[str], Field(min_length=1, max_length=100, description="Node ids.")]
+            ) -> Annotated[CallToolResult, NodesOut]:
+        rows = [{k: v for k, v in r.items() if k != "vector"} for r in _run(shared, lambda s: s.get(ids))]
+        return _result(wrap_for_agent("get", rows), NodesOut(nodes=rows))
 
     @tool("List the articles of the user's memory wiki (title, words, citations, last update). "
           "Each article is what is known about one subject of the user's life or work.")
-    def list_articles() -> str:
-        return wrap_for_agent("list_articles", _run(shared, lambda s: s.list_articles()))
+    def list_articles() -> Annotated[CallToolResult, ArticlesOut]:
+        rows = _run(shared, lambda s: s.list_articles())
+        return _result(wrap_for_agent("list_articles", rows), ArticlesOut(articles=rows))
 
     @tool("Read one article of the user's memory wiki in full (Markdown, with footnotes citing "
           "the conversations it came from).")
-    def read_article(title: Title) -> str:
-        return wrap_for_agent("read_article", _run(shared, lambda s: s.read_article(title))["text"])
+    def read_article(title: Title) -> Annotated[CallToolResult, TextOut]:
+        a = _run(shared, lambda s: s.read_article(title))
+        return _result(wrap_for_agent("read_article", a["text"]), TextOut(title=a["title"], path=a["path"], text=a["text"]))
 
     @tool("Read one section of an article (by section title or path from `article_toc`).")
     def read_section(title: Title,
-                     section: Annotated[str, Field(description="Section title or path.")]) -> str:
-        return wrap_for_agent("read_section", _run(shared, lambda s: s.read_section(title, section))["text"])
+                     section: Annotated[str, Field(description="Section title or path.")]
+                     ) -> Annotated[CallToolResult, TextOut]:
+        a = _run(shared, lambda s: s.read_section(title, section))
+        return _result(wrap_for_agent("read_section", a["text"]),
+                       TextOut(title=a["article"], path=a["path"], section=a["section"], text=a["text"]))
 
     @tool("The table of contents (section titles and paths) of an article.")
-    def article_toc(title: Title) -> str:
-        return wrap_for_agent("article_toc", _run(shared, lambda s: s.article_toc(title)))
+    def article_toc(title: Title) -> Annotated[CallToolResult, SectionsOut]:
+        rows = _run(shared, lambda s: s.article_toc(title))
+        return _result(wrap_for_agent("article_toc", rows), SectionsOut(sections=rows))
 
     @tool("Wikilinks out of an article and the articles that link into it: related subjects.")
-    def article_links(title: Title) -> str:
-        return wrap_for_agent("article_links", _run(shared, lambda s: s.article_links(title)))
+    def article_links(title: Title) -> Annotated[CallToolResult, LinksOut]:
+        data = _run(shared, lambda s: s.article_links(title))
+        return _result(wrap_for_agent("article_links", data),
+                       LinksOut(article=data["article"], out=data["out"], inbound=data["in"]))
+
+    @server.tool(description="Remember something for the user: a fact, a decision or a preference worth "
+                             "keeping beyond this session, stored as a note (recallable at once, folded "
+                             "into the wiki overnight). Only when the user asks you to remember, or a "
+                             "decision was clearly taken. Off unless the user enabled memory writes.",
+                 annotations=WRITES)
+    def remember(text: Annotated[str, Field(min_length=1, max_length=20_000, description="What to remember, self-contained.")],
+                 title: Annotated[str | None, Field(max_length=200, description="A short title.")] = None,
+                 project: Annotated[str | None, Field(description="The project it belongs to.")] = None,
+                 ) -> Annotated[CallToolResult, RememberOut]:
+        from memvault.ops.note import add_note
+
+        def store(s: MemoryService) -> dict[str, Any]:
+            if not s.settings.mcp.allow_write:
+                raise ToolError("memory writes are off: the user has not enabled `mcp.allow_write` "
+                                "(memvault.toml [mcp] allow_write = true, or `memvault agent-setup "
+                                "claude-code --allow-write`) — tell the user what you wanted to remember")
+            # The server's warm embedder: a note is indexed in milliseconds, not a model load.
+            return add_note(s.settings, text, title=title, project=project, author="assistant", embedder=s.embedder)
+
+        r = _run(shared, store)
+        said = (f"remembered as {r['cite']}" if not r["queued"] else f"queued as {r['cite']} ({r['note']})")
+        return _result(wrap_for_agent("remember", said), RememberOut(id=r["id"], cite=r["cite"], queued=r["queued"]))
 
     @server.resource("memvault://articles", name="articles", title="Articles of the user's memory",
                      description="Titles of every article in the memory wiki, marked as memvault's index.",
@@ -118,6 +243,16 @@ def build_server(shared: SharedService) -> MCPServer:
         except MemvaultError as exc:
             raise ResourceError(str(exc)) from exc
         return render_index([r["title"] for r in rows], max_chars=None)
+
+    @server.resource("memvault://articles/{title}", name="article", title="An article of the user's memory",
+                     description="One article of the memory wiki (Markdown), marked as recalled reference material.",
+                     mime_type="text/markdown")
+    def article(title: str) -> str:
+        try:
+            a = shared.call(lambda s: s.read_article(title))
+        except MemvaultError as exc:
+            raise ResourceError(str(exc)) from exc
+        return wrap_for_agent("read_article", a["text"])
 
     return server
 

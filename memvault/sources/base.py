@@ -112,9 +112,11 @@ def clip(text: str, chars: int) -> str:
     cut falls between words where it can, so a part of a token never survives alone.
     """
     text = text.strip()
-    if len(text) <= chars:
-        return text
-    text = _redacted_head(text, chars)
+    return text if len(text) <= chars else _cut(_redacted_head(text, chars), chars)
+
+
+def _cut(text: str, chars: int) -> str:
+    """``text`` (already redacted) cut to ``chars`` characters at a word boundary, marked."""
     if len(text) <= chars:
         return text
     cut = chars - 1
@@ -139,8 +141,8 @@ def first_lines(text: str, lines: int = RESULT_LINES, chars: int = RESULT_CHARS)
     """The first few lines of a tool's output, with a note of how much was dropped."""
     stripped = text.strip()
     more = len(stripped.splitlines()) - lines
-    kept = "\n".join(_redacted_head(stripped, chars).splitlines()[:lines])
-    kept = clip(kept, chars)
+    head = _redacted_head(stripped, chars) if len(stripped) > chars else stripped
+    kept = _cut("\n".join(head.splitlines()[:lines]).strip(), chars)
     return kept + (f"\n… ({more} more lines)" if more > 0 else "")
 
 

@@ -167,3 +167,17 @@ def test_ingest_path_reads_only_that_path(home: Path, tmp_path: Path, prefect) -
 def _first_json(output: str) -> dict:
     """The JSON document in ``output`` (Prefect may log around it when it runs in-process)."""
     return json.JSONDecoder().raw_decode(output[output.index("{"):])[0]
+
+
+def test_a_broken_memvault_toml_is_one_clear_error(home: Path) -> None:
+    toml = home / "memvault.toml"
+    toml.write_text(toml.read_text() + "\n[recall]\nmax_nodes = 3\n")  # the template has [recall] already
+    result = invoke("--home", str(home), "status")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"error: {toml}, line " in result.output and "[recall] is declared twice" in result.output
+    toml.write_text(toml.read_text().replace("\n[recall]\nmax_nodes = 3\n", "") + "\n[index]\nsimilar_treshold = 0.8\n")
+    result = invoke("--home", str(home), "status", "--json")
+    assert result.exit_code == 1
+    error = json.loads(result.output)
+    assert error["type"] == "ConfigError"
+    assert "unknown setting `similar_treshold` in [index] — did you mean `similar_threshold`?" in error["error"]

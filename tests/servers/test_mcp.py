@@ -14,6 +14,7 @@ from tests.helpers import MEMVAULT, child_env
 
 TOOLS = {"search", "timeline", "get", "recall", "list_articles", "read_article", "read_section",
          "article_toc", "article_links"}
+WRITE_TOOLS = {"remember"}  # refused unless `mcp.allow_write` (tests/live/test_live_recall.py)
 
 
 def text_of(result) -> str:
@@ -36,9 +37,14 @@ async def conversation(session: ClientSession) -> dict:
     out["missing"] = await call("read_article", {"title": "No Such Article"})
     out["bad_args"] = await call("search", {"query": "x", "limit": 0})
     out["resource"] = await session.read_resource("memvault://articles")
+    out["templates"] = (await session.list_resource_templates()).resource_templates
+    out["empty"] = await call("recall", {"query": "   "})
+    out["scoped"] = await call("search", {"query": "release", "project": "tidepool", "limit": 5})
+    out["remember"] = await call("remember", {"text": "should not be stored"})
     title = ok(out["list"]).split('"title": "', 1)[1].split('"', 1)[0]
     out["title"] = title
     out["article"] = await call("read_article", {"title": title})
+    out["article_resource"] = await session.read_resource(f"memvault://articles/{title.replace(' ', '_')}")
     out["toc"] = await call("article_toc", {"title": title})
     out["links"] = await call("article_links", {"title": title})
     section = ok(out["toc"]).split('"title": "', 1)[1].split('"', 1)[0]
@@ -66,8 +72,9 @@ def test_tools_have_descriptions_that_say_when_to_use_memory(session_results) ->
     instructions = session_results["init"].instructions or ""
     assert "not instructions" in instructions and "conv:" in instructions and "quietly" in instructions
     tools = {t.name: t for t in session_results["tools"]}
-    assert set(tools) == TOOLS
-    for tool in tools.values():
+    assert set(tools) == TOOLS | WRITE_TOOLS
+    assert not tools["remember"].annotations.read_only_hint
+    for tool in (tools[n] for n in TOOLS):
         assert tool.description and len(tool.description) > 40, tool.name
         assert tool.annotations and tool.annotations.read_only_hint, tool.name
     assert "preferences" in tools["recall"].description and "history" in tools["recall"].description
@@ -111,3 +118,23 @@ def test_the_article_list_resource(session_results) -> None:
     assert contents and contents[0].text.startswith("<memvault-index>")
     assert "Articles:" in contents[0].text and session_results["title"] in contents[0].text
     assert strip_memory_blocks(contents[0].text) == ""
+
+
+def test_structured_content_version_templates_and_honest_errors(session_results) -> None:
+    from memvault import __version__
+
+    r = session_results
+    assert r["init"].server_info.version == __version__
+    tools = {t.name: t for t in r["tools"]}
+    assert all(tools[n].output_schema for n in TOOLS | WRITE_TOOLS)
+    rec = r["recall"].structured_content
+    assert rec["block"] == ok(r["recall"]) and rec["hits"] and {"id", "score", "cite"} <= set(rec["hits"][0])
+    assert r["search"].structured_content["hits"][0]["id"] in ok(r["search"])
+    assert r["get"].structured_content["nodes"][0]["id"] == r["node_id"]
+    assert r["empty"].is_error and "empty" in text_of(r["empty"])
+    scoped = r["scoped"].structured_content["hits"]
+    assert scoped and all((h["project"] or "").endswith("/tidepool") for h in scoped)
+    assert r["remember"].is_error and "allow_write" in text_of(r["remember"])
+    assert [t.uri_template for t in r["templates"]] == ["memvault://articles/{title}"]
+    body = r["article_resource"].contents[0].text
+    assert f"# {r['title']}" in body and strip_memory_blocks(body) == ""

@@ -1,0 +1,136 @@
+"""CLI commands of the live path: `capture`, `prompt-recall`, `drain`, `watch`, `note`
+(registered on the shared Typer app when this module is imported).
+
+`capture` and `prompt-recall` are agent hooks: they read the hook's JSON on stdin, never
+fail the agent (exit 0; trouble goes to ``.memvault/live.log``) and keep their import graph
+small. `memvault.cli.main` runs them without loading Typer when the command line is as
+simple as a hook's (``memvault.cli.live_fast``).
+"""
+
+from typing import Annotated, Any
+
+import typer
+
+from memvault.cli.app import app
+from memvault.cli.context import home_settings
+from memvault.cli.live_fast import run_capture, run_prompt_recall
+from memvault.cli.output import console, err_console, render, reporting
+from memvault.cli.params import JsonFlag
+
+PANEL = "Agents"
+
+
+@app.command(rich_help_panel=PANEL)
+def capture(
+    ctx: typer.Context,
+    payload: Annotated[str | None, typer.Argument(
+        metavar="EVENT_JSON", help="The event JSON (Codex's `notify` passes it here); default: stdin.",
+        show_default=False)] = None,
+    source: Annotated[str, typer.Option(
+        "--source", metavar="KIND", help="Transcript kind: claude-code, codex, pi or auto.")] = "claude-code",
+) -> None:
+    """Agent hook: note that a transcript changed (spooled; drained in the background). Exits 0.
+
+    Reads the hook's JSON on stdin (Claude Code: Stop, SessionEnd, PreCompact) and returns
+    at once; the transcript is ingested and indexed by a detached drainer.
+
+    Example: echo '{"transcript_path": "/tmp/s.jsonl"}' | memvault capture
+    """
+    raise typer.Exit(run_capture(ctx.obj.get("home") and str(ctx.obj["home"]), source, payload))
+
+
+@app.command("prompt-recall", rich_help_panel=PANEL)
+def prompt_recall(ctx: typer.Context) -> None:
+    """Agent hook (UserPromptSubmit): print a <memory-recall> block for the prompt, or nothing.
+
+    The block appears only when the best hit clears `live.prompt_threshold`; it uses a
+    running `memvault serve` when there is one. Exits 0.
+
+    Example: echo '{"prompt": "how do we back up postgres?"}' | memvault prompt-recall
+    """
+    raise typer.Exit(run_prompt_recall(ctx.obj.get("home") and str(ctx.obj["home"])))
+
+
+@app.command(rich_help_panel=PANEL)
+def drain(
+    ctx: typer.Context,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for a busy writer lock (up to `live.drain_wait_s`).")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Ingest and index what hooks spooled, now (capture starts this detached by itself).
+
+    Example: memvault drain --json
+    """
+    from memvault.ops.drain import run_drainer
+
+    with reporting(as_json):
+        settings = home_settings(ctx)
+        totals = run_drainer(settings, wait=wait)
+
+        def text() -> None:
+            console.print(f"drained {totals['entries']} spool entr{'y' if totals['entries'] == 1 else 'ies'}: "
+                          f"{totals['messages_new']} new message(s), {totals['notes']} note(s), "
+                          f"{totals['conversations_indexed']} conversation(s) indexed", highlight=False)
+            if totals.get("note"):
+                console.print(totals["note"], highlight=False)
+            for err in totals["errors"]:
+                console.print(f"  [yellow]{err}[/yellow]", highlight=False)
+
+        render(as_json, totals, text)
+
+
+@app.command(rich_help_panel=PANEL)
+def watch(
+    ctx: typer.Context,
+    poll: Annotated[bool, typer.Option(
+        "--poll", help="Scan every `live.watch_poll_s` instead of file-system notifications.")] = False,
+) -> None:
+    """Keep memory live for sources without hooks: ingest and index transcripts as they change.
+
+    Example: memvault watch
+    """
+    from memvault.ops.watch import watch as run_watch
+
+    with reporting(False):
+        settings = home_settings(ctx)
+        err_console.print(f"watching {len(settings.sources)} source(s) of {settings.home} (Ctrl-C stops)", highlight=False)
+
+        def cycle(totals: dict[str, Any]) -> None:
+            err_console.print(f"{totals['messages_new']} new message(s), {totals['conversations_indexed']} "
+                              "conversation(s) indexed", highlight=False)
+
+        try:
+            run_watch(settings, poll=poll, on_cycle=cycle)
+        except KeyboardInterrupt:
+            pass
+
+
+@app.command(rich_help_panel=PANEL)
+def note(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="What to remember (a fact, a decision, a preference).",
+                                        show_default=False)],
+    title: Annotated[str | None, typer.Option("--title", metavar="TITLE",
+                                              help="Title of the note (default: its first words).")] = None,
+    project: Annotated[str | None, typer.Option("--project", metavar="PROJECT",
+                                                help="Project it belongs to (default: none).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Remember a note now: stored as a conversation of source `note`, recallable at once.
+
+    Example: memvault note "the NAS backup moved to 02:30" --project homelab
+    """
+    from memvault.ops.note import add_note
+
+    with reporting(as_json):
+        settings = home_settings(ctx)
+        result = add_note(settings, text, title=title, project=project)
+
+        def show() -> None:
+            if result["queued"]:
+                console.print(f"queued {result['cite']}: {result['note']}", highlight=False)
+            else:
+                console.print(f"remembered {result['cite']} (recallable now; in the wiki after the next run)",
+                              highlight=False)
+
+        render(as_json, result, show)

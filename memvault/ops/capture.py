@@ -1,0 +1,94 @@
+"""`memvault capture`: an agent hook's entry point — spool "this transcript changed", return.
+
+A hook runs on the agent's path, so this module imports only the standard library and
+`memvault.spool`: no settings, no DuckDB, no LanceDB, no model. It never raises and never
+prints to the agent: bad input goes to ``.memvault/live.log`` and the hook exits 0 all the
+same. When no drainer runs (and no `memvault serve` drains), it starts one, detached.
+
+Payloads understood:
+
+- Claude Code hooks (stdin): ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``.
+- Codex CLI ``notify`` (the JSON is the last argument): ``{"type": "agent-turn-complete", …}``
+  carries no transcript path, so the entry asks the drainer to re-read the configured
+  `codex` sources (incremental: only appended bytes are read).
+- Anything else with ``transcript_path`` (pi, a script): that file, as ``--source`` says.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from memvault import spool
+
+KINDS = ("claude-code", "codex", "pi", "auto")
+
+
+def resolve_home(home: str | None) -> Path:
+    """The home as settings resolve it (flag, else MEMVAULT_HOME, else ~/memvault), without
+    importing the settings (pydantic would double the hook's start-up time)."""
+    raw = home if home else os.environ.get("MEMVAULT_HOME", "~/memvault")
+    return Path(raw).expanduser().resolve()
+
+
+def entry_for(payload: Any, source: str) -> dict[str, Any]:
+    """The spool entry for one hook payload; ``ValueError`` says why a payload is unusable."""
+    if not isinstance(payload, dict):
+        raise ValueError(f"hook payload is {type(payload).__name__}, not a JSON object")
+    if source not in KINDS:
+        raise ValueError(f"unknown --source {source!r} (one of {', '.join(KINDS)})")
+    path = payload.get("transcript_path")
+    if isinstance(path, str) and path.strip():
+        return {"op": "transcript", "source": source, "path": str(Path(path).expanduser()),
+                "session_id": payload.get("session_id"), "cwd": payload.get("cwd"),
+                "event": payload.get("hook_event_name") or payload.get("type")}
+    if payload.get("type") == "agent-turn-complete" or source == "codex":
+        return {"op": "sources", "source": "codex", "cwd": payload.get("cwd"), "event": payload.get("type")}
+    raise ValueError("hook payload has no transcript_path (and is not a Codex notify event)")
+
+
+def spawn_drainer(home: Path) -> int | None:
+    """Start `memvault drain --wait` detached (its own session, no terminal); returns its pid."""
+    log = open(home / ".memvault" / spool.LIVE_LOG, "a")  # the child inherits it; closed here after
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memvault.cli", "--home", str(home), "drain", "--wait"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+        )
+    finally:
+        log.close()
+    return proc.pid
+
+
+def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = True) -> dict[str, Any]:
+    """Spool the event in ``raw`` (hook JSON) for ``home``; never raises.
+
+    Returns what happened (``spooled``: the entry file or None, ``drainer``: started, running
+    or serve, ``error``: why nothing was spooled) — the CLI prints nothing of it.
+    """
+    state = home / ".memvault"
+    if not state.is_dir():
+        return {"spooled": None, "error": f"no memory home at {home} — run `memvault init`"}
+    try:
+        entry = entry_for(json.loads(raw) if raw.strip() else None, source)
+        path = spool.append(state, entry)
+    except (ValueError, OSError) as exc:
+        spool.log_line(state, f"capture: {exc} — event ignored (payload starts {raw[:120]!r})")
+        return {"spooled": None, "error": str(exc)}
+    # Written before the check: a drainer that is just finishing looks at the spool again
+    # after releasing its lock, so this entry is never stranded between the two.
+    drainer = "running"
+    if spawn:
+        try:
+            serve = spool.serve_info(state)
+            if serve and serve.get("drains"):
+                drainer = "serve"
+            elif not spool.drainer_running(state):
+                spawn_drainer(home)
+                drainer = "started"
+        except OSError as exc:
+            spool.log_line(state, f"capture: could not start a drainer ({exc}); the entry waits for the next one")
+            drainer = "failed"
+    return {"spooled": str(path), "drainer": drainer}

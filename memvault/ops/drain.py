@@ -1,0 +1,178 @@
+"""The spool drainer: make what hooks spooled recallable, under the writer lock.
+
+One drain takes a snapshot of the spool, takes the writer lock, ingests only the files the
+entries name (the ingest stage's watermarks make that incremental: an appended transcript
+costs its new bytes), stores spooled notes, and indexes every conversation changed since it
+was last indexed (the index stage's pure functions, for just those conversations). Chunking,
+clustering and synthesis stay nightly. The entries of the snapshot are removed only after
+all of that has committed: a drainer killed at any point leaves them, and the next drain
+re-reads from the watermarks (messages are upserted by id, nodes by a stable id), so
+nothing is lost and nothing is doubled.
+"""
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memvault import spool
+from memvault.errors import LockedError, MemvaultError
+from memvault.failpoints import failpoint
+from memvault.ids import short_ids
+from memvault.lock import writer_lock
+from memvault.models import Conversation
+from memvault.settings import Settings
+from stores.ledger import Ledger
+from stores.nodes import NodeIndex
+from tasks.index import conversation_rows, sync_doc, write_index
+from tasks.ingest import configured_roots, run_ingest
+
+
+@dataclass
+class DrainResult:
+    """What one drain did."""
+
+    entries: int = 0
+    files: int = 0
+    messages_new: int = 0
+    notes: int = 0
+    conversations_indexed: int = 0
+    nodes_written: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def index_conversations(ledger: Ledger, nodes: NodeIndex, embedder: Any, settings: Settings,
+                        cids: list[str] | None = None) -> tuple[int, int]:
+    """Index the conversations changed since last indexed (or ``cids``); articles, pending
+    retries and the access log stay the nightly index stage's. Returns (conversations, nodes)."""
+    todo = ledger.conversations_to_index() if cids is None else cids
+    if not todo:
+        return 0, 0
+    shorts = short_ids(ledger.conversation_ids())
+    writes: list[dict[str, Any]] = []
+    deletes: list[str] = []
+    for cid in todo:
+        changed, gone = sync_doc(nodes, f"conv:{cid}",
+                                 conversation_rows(ledger, cid, shorts[cid], settings.index.context_turns))
+        writes += changed
+        deletes += gone
+    write_index(nodes, embedder, writes, deletes, settings.index)
+    failpoint("drain", "indexed")  # nodes written, the ledger not yet marked, the spool kept
+    ledger.mark_indexed(todo)
+    return len(todo), len(writes)
+
+
+def store_notes(ledger: Ledger, notes: list[Conversation]) -> int:
+    """Upsert note conversations (already redacted) in one transaction."""
+    if not notes:
+        return 0
+    with ledger.transaction():
+        ledger.upsert_conversations(notes)
+    return len(notes)
+
+
+def _plan(snapshot: list[tuple[Path, dict[str, Any] | None]], settings: Settings,
+          result: DrainResult) -> tuple[list[tuple[str, Path]], list[Conversation]]:
+    """The ingest roots and notes the spool entries ask for (duplicates folded)."""
+    files: dict[str, str] = {}
+    kinds: set[str] = set()
+    notes: list[Conversation] = []
+    for path, entry in snapshot:
+        entry = entry or {}
+        op = entry.get("op")
+        if op == "transcript" and isinstance(entry.get("path"), str):
+            files[entry["path"]] = entry.get("source") or "auto"
+        elif op == "sources":
+            kinds.add(str(entry.get("source")))
+        elif op == "note":
+            try:
+                notes.append(Conversation.model_validate(entry.get("conversation")))
+            except ValueError as exc:
+                result.errors.append(f"{path.name}: a spooled note that does not validate ({exc}) — removed")
+        else:
+            result.errors.append(f"{path.name}: not a spool entry memvault understands — removed")
+    roots = [(kind, Path(p)) for p, kind in files.items()]
+    roots += [r for r in configured_roots(settings) if r[0] in kinds or (r[0] == "auto" and kinds)]
+    return roots, notes
+
+
+def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float | None = None) -> DrainResult:
+    """One drain of the spool as it is now (``LockedError`` when the writer lock stays busy)."""
+    state = settings.state_dir
+    snapshot = spool.entries(state)
+    result = DrainResult(entries=len(snapshot))
+    if not snapshot:
+        return result
+    roots, notes = _plan(snapshot, settings, result)
+    if embedder is None:
+        from memvault.embeddings import Embedder
+
+        embedder = Embedder(settings.embeddings.batch_size)
+    timeout = settings.lock_timeout_s if lock_timeout_s is None else lock_timeout_s
+    with writer_lock(state, "memvault drain", timeout):
+        ledger = Ledger(settings.ledger_path)
+        try:
+            if roots:
+                ingested = run_ingest(ledger, settings, roots)
+                result.files, result.messages_new = ingested.files_changed, ingested.messages_new
+                result.errors += [f"{e.file}:{e.line or '-'}: {e.error}" for e in ingested.errors]
+                failpoint("drain", "ingested")
+                if ingested.newly_ignored:
+                    nodes = NodeIndex.open_or_create(settings)
+                    nodes.delete_docs([f"conv:{c}" for c in ingested.newly_ignored])
+                    ledger.clear_indexed(ingested.newly_ignored)
+            result.notes = store_notes(ledger, notes)
+            nodes = NodeIndex.open_or_create(settings)
+            result.conversations_indexed, result.nodes_written = index_conversations(ledger, nodes, embedder, settings)
+        finally:
+            ledger.close()
+    spool.remove([p for p, _ in snapshot])
+    for err in result.errors:
+        spool.log_line(state, f"drain: {err}")
+    return result
+
+
+def run_drainer(settings: Settings, wait: bool = True, embedder: Any = None,
+                sleep_s: float = 2.0) -> dict[str, Any]:
+    """Drain until the spool is empty, as the home's only drainer.
+
+    With ``wait``, a busy writer lock (the nightly run) is waited out for up to
+    ``live.drain_wait_s``; the spool is kept either way. After releasing its own lock it
+    looks at the spool once more, so an entry spooled while it was finishing is not left
+    for the next hook.
+    """
+    state = settings.state_dir
+    lock = spool.DrainLock(state)
+    deadline = time.monotonic() + (settings.live.drain_wait_s if wait else 0.0)
+    totals: dict[str, Any] = {"drains": 0, "entries": 0, "messages_new": 0, "notes": 0,
+                              "conversations_indexed": 0, "errors": [], "waiting": False}
+    while True:
+        if not lock.acquire():
+            totals["note"] = "another drainer is running; it drains the spool"
+            return totals
+        try:
+            while spool.pending(state):
+                try:
+                    done = drain_once(settings, embedder)
+                except LockedError as exc:
+                    if time.monotonic() >= deadline:
+                        totals["waiting"] = True
+                        totals["note"] = f"{exc}; the spool is kept and drained by the next capture, drain or run"
+                        return totals
+                    time.sleep(sleep_s)
+                    continue
+                except MemvaultError as exc:
+                    spool.log_line(state, f"drain failed: {exc}")
+                    totals["errors"].append(str(exc))
+                    raise
+                totals["drains"] += 1
+                for key in ("entries", "messages_new", "notes", "conversations_indexed"):
+                    totals[key] += getattr(done, key)
+                totals["errors"] += done.errors
+        finally:
+            lock.release()
+        if not spool.pending(state):
+            return totals

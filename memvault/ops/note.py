@@ -1,0 +1,79 @@
+"""`memvault note` and MCP `remember`: a note stored as a conversation of source kind `note`.
+
+A note is redacted like any transcript, stored in the ledger, and indexed at once (under
+the writer lock), so it is recallable immediately and cited as ``conv:<id>``; the nightly
+run chunks, clusters and synthesizes it like any other conversation. When the writer lock
+is busy (the nightly run), the redacted note is spooled and the drainer stores it after.
+"""
+
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from memvault import spool
+from memvault.errors import LockedError, UsageError
+from memvault.ids import short_ids
+from memvault.lock import writer_lock
+from memvault.models import Conversation, Message
+from memvault.redact import redact_conversation
+from memvault.settings import Settings
+
+MAX_NOTE_CHARS = 20_000  # a note is a fact or a decision, not a document to import
+
+
+def make_note(settings: Settings, text: str, title: str | None = None, project: str | None = None,
+              author: str = "user") -> tuple[Conversation, dict[str, int]]:
+    """The redacted note conversation (and the redaction counts); ``UsageError`` on empty text."""
+    body = (text or "").strip()
+    if not body:
+        raise UsageError("a note needs text, e.g. memvault note \"the backup runs at 02:00\"")
+    if len(body) > MAX_NOTE_CHARS:
+        raise UsageError(f"a note holds at most {MAX_NOTE_CHARS} characters (this one has {len(body)}) — "
+                         "put a long document in a file and ingest it, or split the note")
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    head = (title or "").strip() or " ".join(body.split())[:80]
+    conv = Conversation(source="note", native_id=uuid.uuid4().hex, title=head, started_at=now, updated_at=now,
+                        project=(project or "").strip() or None,
+                        messages=[Message(native_id="1", role="user" if author == "user" else "assistant",
+                                          text=body, timestamp=now)])
+    return redact_conversation(conv, settings.ingest.redact_patterns or None)
+
+
+def add_note(settings: Settings, text: str, title: str | None = None, project: str | None = None,
+             author: str = "user", embedder: Any = None, lock_timeout_s: float | None = None) -> dict[str, Any]:
+    """Store and index a note; spooled instead when the writer lock stays busy.
+
+    Returns ``id`` (the full key), ``cite`` (``conv:<short>`` once stored; the 8-hex prefix
+    while queued), ``queued`` and ``redactions``.
+    """
+    from memvault.ops.drain import index_conversations, store_notes
+
+    conv, redactions = make_note(settings, text, title, project, author)
+    cid = conv.id
+    timeout = settings.lock_timeout_s if lock_timeout_s is None else lock_timeout_s
+    try:
+        with writer_lock(settings.state_dir, "memvault note", timeout):
+            from stores.ledger import Ledger
+            from stores.nodes import NodeIndex
+
+            if embedder is None:
+                from memvault.embeddings import Embedder
+
+                embedder = Embedder(settings.embeddings.batch_size)
+            ledger = Ledger(settings.ledger_path)
+            try:
+                store_notes(ledger, [conv])
+                nodes = NodeIndex.open_or_create(settings)
+                index_conversations(ledger, nodes, embedder, settings, [cid])
+                short = short_ids(ledger.conversation_ids())[cid]
+            finally:
+                ledger.close()
+    except LockedError as exc:
+        spool.append(settings.state_dir, {"op": "note", "conversation": conv.model_dump(mode="json")})
+        from memvault.ops.capture import spawn_drainer
+
+        if not spool.drainer_running(settings.state_dir):
+            spawn_drainer(settings.home)
+        return {"id": cid, "cite": f"conv:{cid[:8]}", "queued": True, "redactions": redactions,
+                "note": f"{exc} — the note is spooled and stored when the lock is free"}
+    return {"id": cid, "cite": f"conv:{short}", "queued": False, "redactions": redactions}

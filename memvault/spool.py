@@ -1,0 +1,173 @@
+"""The live path's queue: `.memvault/spool/`, one small JSON file per event.
+
+A hook (`memvault capture`) must return at once and never touch the ledger or the index,
+so it only records "this transcript changed" here; a drainer (`memvault drain`, started
+detached by capture, or a running `memvault serve` / `memvault watch`) ingests and indexes
+what the entries name, and removes an entry only after that work has committed. Writing an
+entry is one file created and renamed into place (a reader never sees half an entry); the
+standard library only, so the hook's import graph stays tiny.
+
+``drain.lock`` (an advisory ``flock``, dropped by the kernel when its holder dies) says
+whether a drainer runs; ``serve.json`` names a running `memvault serve` (pid and port).
+"""
+
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+SPOOL = "spool"
+DRAIN_LOCK = "drain.lock"
+SERVE_INFO = "serve.json"
+LIVE_LOG = "live.log"
+
+
+def spool_dir(state_dir: Path) -> Path:
+    return state_dir / SPOOL
+
+
+def append(state_dir: Path, entry: dict[str, Any]) -> Path:
+    """Add ``entry`` to the spool (atomically: written aside, then renamed); returns its file."""
+    folder = spool_dir(state_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    # Names sort in arrival order; pid and a counter keep two writers in one nanosecond apart.
+    name = f"{time.time_ns():020d}-{os.getpid()}-{next(_COUNTER):04d}"
+    tmp = folder / f".{name}.tmp"
+    tmp.write_text(json.dumps({**entry, "at": time.time()}, ensure_ascii=False), encoding="utf-8")
+    final = folder / f"{name}.json"
+    os.replace(tmp, final)
+    return final
+
+
+def _counter() -> Any:
+    n = 0
+    while True:
+        n += 1
+        yield n % 10_000
+
+
+_COUNTER = _counter()
+
+
+def entries(state_dir: Path) -> list[tuple[Path, dict[str, Any] | None]]:
+    """Every spooled entry, oldest first; an unreadable one comes with ``None`` (the drainer
+    logs and removes it: it can never become readable)."""
+    folder = spool_dir(state_dir)
+    if not folder.is_dir():
+        return []
+    out: list[tuple[Path, dict[str, Any] | None]] = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue  # another drainer removed it meanwhile
+        except (OSError, ValueError):
+            data = None
+        out.append((path, data if isinstance(data, dict) else None))
+    return out
+
+
+def pending(state_dir: Path) -> int:
+    """How many entries wait (a cheap directory listing)."""
+    folder = spool_dir(state_dir)
+    return sum(1 for _ in folder.glob("*.json")) if folder.is_dir() else 0
+
+
+def remove(paths: list[Path]) -> None:
+    for path in paths:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+class DrainLock:
+    """The drainer's own lock (not the writer lock): at most one drainer per home."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / DRAIN_LOCK
+        self._fh: Any = None
+
+    def acquire(self) -> bool:
+        """Take the lock without waiting; False when another drainer holds it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(self.path, "a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            return False
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        self._fh = fh
+        return True
+
+    def release(self) -> None:
+        if self._fh is not None:
+            fcntl.flock(self._fh, fcntl.LOCK_UN)
+            self._fh.close()
+            self._fh = None
+
+
+def drainer_running(state_dir: Path) -> bool:
+    """True while some process holds ``drain.lock``."""
+    lock = DrainLock(state_dir)
+    if lock.acquire():
+        lock.release()
+        return False
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def serve_info(state_dir: Path) -> dict[str, Any] | None:
+    """``{"pid", "host", "port", "drains"}`` of a running `memvault serve`, or None."""
+    try:
+        info = json.loads((state_dir / SERVE_INFO).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or not isinstance(info.get("pid"), int) or not _alive(info["pid"]):
+        return None
+    return info
+
+
+def write_serve_info(state_dir: Path, host: str, port: int, drains: bool, prompt_timeout_s: float) -> Path:
+    """Announce this `memvault serve` to the hooks (they read it instead of the settings)."""
+    path = state_dir / SERVE_INFO
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"pid": os.getpid(), "host": host, "port": port, "drains": drains,
+                               "prompt_timeout_s": prompt_timeout_s}), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def clear_serve_info(state_dir: Path) -> None:
+    info = serve_info(state_dir)
+    if info is None or info.get("pid") == os.getpid():
+        try:
+            (state_dir / SERVE_INFO).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def log_line(state_dir: Path, message: str) -> None:
+    """One line in ``.memvault/live.log`` (a hook must never print its trouble to the agent)."""
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+        with open(state_dir / LIVE_LOG, "a", encoding="utf-8") as fh:
+            fh.write(f"{stamp}Z pid {os.getpid()}: {message}\n")
+    except OSError:
+        pass  # nowhere left to report to; the hook still exits 0
