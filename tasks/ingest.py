@@ -263,10 +263,13 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
                 own_prompts: frozenset[str] = frozenset()) -> "_FileRun | None":
     """Parse one file into ``batches``; bad input is recorded in ``result``, never raised.
 
-    ``mark`` is the file's watermark (looked up for all files at once), ``progress`` a
-    ProgressSink for bytes read, ``key`` the resolved path if the caller has it, ``own_prompts``
-    the digests of memvault's own prompts (memvault.selfcalls). Returns the file's run, whose counts are complete once the
-    batches are flushed (None when nothing was read).
+    ``mark`` is the file's watermark (looked up for all files at once), ``progress`` counts
+    bytes read, ``key`` is the resolved path if the caller has it, ``own_prompts`` the digests
+    of memvault's own prompts (memvault.selfcalls). Returns the file's run, whose counts are
+    complete once the batches are flushed (None when nothing was read).
+
+    Long because it is the one loop over a file's slices: each slice's parse, redaction,
+    watermark and batch hand-off must stay together so a crash resumes at a slice boundary.
     """
     from memvault.redact import redact_json
     from memvault.sources import detect_format, parse_file
