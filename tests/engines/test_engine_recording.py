@@ -23,11 +23,12 @@ def test_recording_engine_records_system_and_prompt_of_every_call(tmp_path: Path
 
 
 def test_make_engine_wraps_only_when_asked_and_never_none(tmp_path: Path) -> None:
-    engine, _ = make_engine(EngineSettings(engine="openai", openai_base_url="http://127.0.0.1:9"), record_to=tmp_path)
+    server = EngineSettings(openai_base_url="http://127.0.0.1:9")
+    engine, _ = make_engine(server, "openai", record_to=tmp_path)
     assert isinstance(engine, RecordingEngine)
-    plain, _ = make_engine(EngineSettings(engine="openai", openai_base_url="http://127.0.0.1:9"))
+    plain, _ = make_engine(server, "openai")
     assert not isinstance(plain, RecordingEngine)
-    none, _ = make_engine(EngineSettings(engine="none"), record_to=tmp_path)
+    none, _ = make_engine(EngineSettings(), "none", record_to=tmp_path)
     assert none.name == "none" and not isinstance(none, RecordingEngine)
 
 

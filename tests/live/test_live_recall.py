@@ -42,7 +42,7 @@ def test_prompt_recall_prints_nothing_unrelated_and_a_block_related(demo_copy: P
 
 
 def test_prompt_recall_through_a_running_serve(demo_copy: Path, spawn) -> None:
-    from tests.servers.conftest import free_port
+    from tests.helpers import free_port
 
     port = free_port()
     # A generous timeout (the server publishes it to the hook): a loaded test machine is slow,
