@@ -25,7 +25,7 @@ def main() -> None:
     from memvault.settings import load_settings
     from stores.ledger import Ledger
     from tasks.ingest import run_ingest
-    from tests.ingest.conftest import cc_session
+    from tests.helpers import cc_session
     from tests.ingest.fuzz_inputs import fuzz_case
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

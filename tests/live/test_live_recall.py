@@ -94,7 +94,7 @@ def test_a_note_is_recallable_at_once_and_cited_in_an_article_after_the_next_run
                                                                                    prefect) -> None:
     from memvault.ops.memory import MemoryService
     from memvault.ops.note import add_note
-    from tests.conftest import run_flow
+    from tests.helpers import run_flow
 
     text = ("Sourdough starter Bubbles: from now on feed it 1:4:4 with rye flour, at 24 °C, twice a day; "
             "the sluggish starter recovered after the switch to rye.")
