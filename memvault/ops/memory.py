@@ -5,7 +5,7 @@ and the article tools. Reads only the node index and the vault; never opens the 
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,8 +18,10 @@ from memvault.recall.block import render_block
 from memvault.recall.scope import Scope, in_project
 from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_head, select
 from memvault.settings import Settings
-from stores.nodes import NodeIndex, scope_filter
 from stores.vault import Vault
+
+if TYPE_CHECKING:  # imported when first used: the article tools never load lancedb (~1.7 s CPU)
+    from stores.nodes import NodeIndex
 
 
 def _checked(query: str) -> str:
@@ -52,8 +54,10 @@ class MemoryService:
         self._nodes: NodeIndex | None = None
 
     @property
-    def nodes(self) -> NodeIndex:
+    def nodes(self) -> "NodeIndex":
         if self._nodes is None:
+            from stores.nodes import NodeIndex
+
             self._nodes = NodeIndex.open_existing(self.settings)
         return self._nodes
 
@@ -85,6 +89,8 @@ class MemoryService:
         rows: dict[str, dict[str, Any]] = {}
         cands: dict[str, Candidate] = {}
         ix = self.settings.index
+        from stores.nodes import scope_filter
+
         where = scope_filter(scope.project, scope.source, scope.since, scope.until) if scope else None
         vector_hits, fts_hits = self.nodes.recall_search(qv, query, k, nprobes=ix.ann_nprobes,
                                                          refine_factor=ix.ann_refine_factor, where=where)
