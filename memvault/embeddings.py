@@ -64,22 +64,33 @@ def _sidecar(path: Path) -> Path:
     return path.with_suffix(".json")
 
 
+def weights_path(path: Path) -> Path:
+    """The weights file beside the graph at ``path`` (ONNX external data)."""
+    return path.with_name(path.name + ".data")
+
+
+def _replace(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 def build_export(path: Path) -> Path:
-    """Write the ONNX export to ``path`` atomically (temp file + replace) with its size and
-    checksum beside it; concurrent builders each write a whole file, and the last one wins."""
+    """Write the ONNX export to ``path`` (the graph) and ``weights_path(path)`` atomically
+    (temp file + replace each), with their sizes and checksums beside them. The files depend
+    only on the installed weights and the graph writer, so concurrent builders write the same
+    bytes and whichever replaces last changes nothing."""
     from memvault.errors import ConfigError
     from memvault.minilm_onnx import build_model
 
-    data = build_model(model_dir())
+    graph, weights = build_model(model_dir(), weights_path(path).name)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-        meta = {"model": MODEL_NAME, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-        side_tmp = _sidecar(path).with_name(f".{_sidecar(path).name}.{os.getpid()}.tmp")
-        side_tmp.write_text(json.dumps(meta), encoding="utf-8")
-        os.replace(side_tmp, _sidecar(path))
+        _replace(weights_path(path), weights)
+        _replace(path, graph)
+        meta = {"model": MODEL_NAME, "size": len(graph), "sha256": hashlib.sha256(graph).hexdigest(),
+                "weights_size": len(weights), "weights_sha256": hashlib.sha256(weights).hexdigest()}
+        _replace(_sidecar(path), json.dumps(meta).encode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot write the ONNX export of {MODEL_NAME} to {path} ({exc.strerror or exc}); "
                           f"set {CACHE_ENV} to a writable folder") from exc
@@ -97,6 +108,11 @@ def _export_problem(path: Path) -> str | None:
         return "has no readable record of its size and checksum"
     if meta.get("size") != path.stat().st_size:
         return f"is {path.stat().st_size} bytes, not the {meta.get('size')} it was written with"
+    weights = weights_path(path)
+    if not weights.is_file():
+        return f"has lost its weights file {weights.name}"
+    if meta.get("weights_size") != weights.stat().st_size:
+        return f"has a weights file of {weights.stat().st_size} bytes, not the {meta.get('weights_size')} it was written with"
     return None
 
 

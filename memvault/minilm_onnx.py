@@ -9,6 +9,11 @@ query included — when the exported file is missing or damaged.
 
 Inputs ``input_ids`` and ``attention_mask`` (int64, batch × tokens); output
 ``sentence_embedding`` (float32, batch × 384).
+
+The weights go to a data file beside the graph (ONNX external data, each tensor at a
+page-aligned offset) rather than inside it: onnxruntime then maps them from disk instead of
+parsing a 90 MB protobuf and copying every tensor out of it, which halves a query process's
+memory for the model (≈190 → ≈100 MB) and its load time.
 """
 
 import json
@@ -18,10 +23,12 @@ from typing import Any
 import numpy as np
 
 # Bumped whenever the graph written here changes, so an older export is rebuilt.
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2  # 2: weights as external data
 OPSET = 17  # LayerNormalization
 INPUTS = ("input_ids", "attention_mask")
 OUTPUT = "sentence_embedding"
+ALIGN = 4096  # external tensors start on page boundaries, so they can be memory-mapped
+INLINE_BYTES = 1024  # smaller tensors (shapes, scalars) stay in the graph
 
 
 def _check_config(model_dir: Path) -> dict[str, Any]:
@@ -37,8 +44,30 @@ def _check_config(model_dir: Path) -> dict[str, Any]:
     return dict(cfg)
 
 
-def build_model(model_dir: Path) -> bytes:
-    """The serialised ONNX model for the sentence-transformers model in ``model_dir``."""
+def _externalise(model: Any, data_name: str) -> bytes:
+    """Move the large initializers of ``model`` out to one data blob (returned), leaving in
+    each tensor the name ``data_name``, the offset and the length of its bytes."""
+    from onnx import TensorProto
+
+    blob = bytearray()
+    for tensor in model.graph.initializer:
+        raw = tensor.raw_data
+        if len(raw) < INLINE_BYTES:
+            continue
+        blob.extend(b"\0" * (-len(blob) % ALIGN))
+        offset = len(blob)
+        blob.extend(raw)
+        tensor.ClearField("raw_data")
+        tensor.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", data_name), ("offset", str(offset)), ("length", str(len(raw)))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+    return bytes(blob)
+
+
+def build_model(model_dir: Path, data_name: str) -> tuple[bytes, bytes]:
+    """The serialised ONNX graph for the sentence-transformers model in ``model_dir`` and its
+    weights, to be written as ``data_name`` beside the graph (which refers to it by that name)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     from safetensors.numpy import load_file
@@ -131,4 +160,5 @@ def build_model(model_dir: Path) -> bytes:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="memvault")
     model.ir_version = 8
     onnx.checker.check_model(model)
-    return bytes(model.SerializeToString())
+    data = _externalise(model, data_name)
+    return bytes(model.SerializeToString()), data

@@ -5,3 +5,8 @@ The only modules that import duckdb, lancedb or git. Stages and operations never
 or touch LanceDB or git directly; they call these stores, which return typed rows
 (`rows`). Nothing here imports prefect, flows or tasks.
 """
+
+from stores.lance_client import defer_rest_client
+
+# Before anything here imports lancedb: its unused REST client costs half its import time.
+defer_rest_client()
