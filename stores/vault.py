@@ -16,14 +16,16 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-
-import git
+from typing import TYPE_CHECKING
 
 from memvault.errors import VaultStateError
 from memvault.files import atomic_write_text
 from memvault.markdown.names import safe_path, stem_to_title, title_to_stem
 
-AUTHOR = git.Actor("memvault", "memvault@localhost")
+if TYPE_CHECKING:  # GitPython is imported on first git use: reading articles (recall) never needs it
+    import git
+
+AUTHOR_NAME, AUTHOR_EMAIL = "memvault", "memvault@localhost"
 PENDING = ".memvault/vault-pending.json"
 BRANCH_KEY = "memvault.branch"
 DEFAULT_BRANCH = "main"
@@ -43,13 +45,17 @@ class Vault:
 
     # -- git --------------------------------------------------------------------------------
     @property
-    def _repo(self) -> git.Repo:
+    def _repo(self) -> "git.Repo":
+        import git
+
         return git.Repo(self.home)
 
     def init_repo(self) -> bool:
         """``git init`` when the home is not a repository yet; returns True when it created one."""
         if (self.home / ".git").exists():
             return False
+        import git
+
         git.Repo.init(self.home, initial_branch="main")
         return True
 
@@ -165,6 +171,8 @@ class Vault:
         pending = self.pending()
         if not pending:
             return None
+        import git
+
         repo = self._repo
         in_head: set[str] = set()
         if repo.head.is_valid():
@@ -188,8 +196,8 @@ class Vault:
             if hand:
                 message += ("\n\nIncludes uncommitted edits a person made before memvault wrote these files "
                             "(memvault worked from the working-tree text): " + ", ".join(hand))
-            env = {"GIT_AUTHOR_NAME": AUTHOR.name, "GIT_AUTHOR_EMAIL": AUTHOR.email,
-                   "GIT_COMMITTER_NAME": AUTHOR.name, "GIT_COMMITTER_EMAIL": AUTHOR.email}
+            env = {"GIT_AUTHOR_NAME": AUTHOR_NAME, "GIT_AUTHOR_EMAIL": AUTHOR_EMAIL,
+                   "GIT_COMMITTER_NAME": AUTHOR_NAME, "GIT_COMMITTER_EMAIL": AUTHOR_EMAIL}
             # --only: commit these paths alone, whatever else a person has staged.
             repo.git.commit("--only", "--no-gpg-sign", "--quiet", "-m", message, "--", *paths, env=env)
         except git.GitCommandError as exc:
@@ -201,7 +209,7 @@ class Vault:
         return repo.head.commit.hexsha
 
     @staticmethod
-    def _in_tree(repo: git.Repo, rel: str) -> bool:
+    def _in_tree(repo: "git.Repo", rel: str) -> bool:
         try:
             repo.head.commit.tree / rel
             return True
@@ -226,7 +234,7 @@ class Vault:
         if not repo.head.is_valid():
             return False
         last = next(repo.iter_commits(paths=rel, max_count=1), None)
-        return last is not None and last.author.email != AUTHOR.email
+        return last is not None and last.author.email != AUTHOR_EMAIL
 
     def commit_count(self) -> int:
         repo = self._repo

@@ -2,7 +2,9 @@
 
 Each command runs in its own interpreter against a real home (the demo nightly run's), through
 the console-script entry point, and reports the modules loaded when it ends. Importing torch
-costs seconds and hundreds of MB, which a hook or a terminal recall must not pay.
+costs seconds and hundreds of MB, which a hook or a terminal recall must not pay. The node
+queries (recall, search, timeline, get) also leave out GitPython and LanceDB's REST client
+(`stores.lance_client`), which they never use.
 """
 
 import json
@@ -17,6 +19,8 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "sentence_transformers")
+UNUSED_BY_QUERIES = ("git", "lance_namespace_urllib3_client.api")
+WATCHED = HEAVY + UNUSED_BY_QUERIES
 # Runs the CLI as the `memvault` script does, then writes the heavy modules loaded to a file
 # (stdout belongs to the command).
 WRAPPER = """
@@ -29,10 +33,14 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code or 0
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r})
+watched = sorted(m for m in sys.modules if any(m == w or m.startswith(w + ".") for w in {watched!r}))
 with open(out, "w") as f:
-    json.dump({{"code": code, "heavy": heavy}}, f)
-""".format(heavy=set(HEAVY))
+    json.dump({{"code": code, "watched": watched}}, f)
+""".format(watched=WATCHED)
+
+
+def _loaded(result: dict, prefixes: tuple[str, ...]) -> list[str]:
+    return [m for m in result["watched"] if any(m == p or m.startswith(p + ".") for p in prefixes)]
 
 
 def run_cli(home: Path, tmp_path: Path, *args: str) -> tuple[dict, str]:
@@ -66,8 +74,11 @@ def test_read_commands_never_import_torch(demo_copy: Path, tmp_path: Path) -> No
     }
     failed = {name: r["code"] for name, r in commands.items() if r["code"] != 0}
     assert not failed, f"commands failed: {failed}"
-    heavy = {name: r["heavy"] for name, r in commands.items() if r["heavy"]}
+    heavy = {name: _loaded(r, HEAVY) for name, r in commands.items() if _loaded(r, HEAVY)}
     assert not heavy, f"read commands imported {HEAVY}: {heavy}"
+    unused = {name: _loaded(commands[name], UNUSED_BY_QUERIES) for name in ("recall", "search", "timeline", "get")
+              if _loaded(commands[name], UNUSED_BY_QUERIES)}
+    assert not unused, f"node queries imported {UNUSED_BY_QUERIES}: {unused}"
 
 
 def test_the_check_sees_a_heavy_import(home: Path, tmp_path: Path) -> None:
@@ -76,4 +87,4 @@ def test_the_check_sees_a_heavy_import(home: Path, tmp_path: Path) -> None:
     code = WRAPPER.replace("from memvault.cli import main", "import torch\nfrom memvault.cli import main")
     subprocess.run([sys.executable, "-c", code, str(out), json.dumps(["--home", str(home), "status"])],
                    capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300, cwd=ROOT)
-    assert "torch" in json.loads(out.read_text())["heavy"]
+    assert "torch" in json.loads(out.read_text())["watched"]
