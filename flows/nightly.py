@@ -14,7 +14,10 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from prefect import flow
+from prefect.context import FlowRunContext
 from prefect.settings import PREFECT_LOGGING_LEVEL
+from prefect.client.schemas.objects import State
+from prefect.states import Completed
 from prefect.artifacts import (create_markdown_artifact, create_progress_artifact, create_table_artifact,
                                update_progress_artifact)
 from pydantic import BaseModel, Field, field_validator
@@ -36,8 +39,8 @@ from tasks.context import StageContext, build_engine
 from tasks.index import index
 from tasks.ingest import ingest
 from tasks.normalize import normalize
-from tasks.pipeline import VAULT_STAGES, StageName, select_stages
-from memvault.reports import build_report, markdown, save_report
+from tasks.pipeline import STAGES, VAULT_STAGES, StageName, select_stages
+from memvault.reports import build_report, key_counts, markdown, save_report
 from tasks.synthesize import synthesize
 from tasks.wikify import wikify
 
@@ -170,13 +173,61 @@ def execute(options: RunOptions, progress: Progress | None = None, engine: Engin
 
 
 def publish(report: dict[str, Any]) -> None:
-    """The run report as Prefect artifacts (Markdown + a table of stage counts)."""
+    """The run report as Prefect artifacts: the whole report in Markdown, and a narrow table
+    (stage, status, seconds, the few counts that say what the stage did)."""
     key = "memvault-run-report"
     create_markdown_artifact(markdown(report), key=key, description=f"memvault run {report['run_id']}")
-    rows = [{"stage": n, "status": s.get("status"), "seconds": s.get("seconds", 0),
-             **{k: v for k, v in s.items() if isinstance(v, (int, float)) and k != "seconds"}}
+    rows = [{"stage": n, "status": s.get("status"), "seconds": s.get("seconds", 0), "counts": key_counts(n, s)}
             for n, s in report["stages"].items()]
-    create_table_artifact(rows, key="memvault-stage-counts", description="Counts per stage")
+    create_table_artifact(rows, key="memvault-stage-counts", description=f"Key counts per stage, run {report['run_id']}")
+
+
+# Names of the Completed states a run ends in when it did not go cleanly (the Prefect UI shows
+# the name on the run's badge; the type stays COMPLETED: the run finished, and what it did stands).
+COMPLETED_WITH_ERRORS = "Completed with errors"
+COMPLETED_WITH_REJECTIONS = "Completed with rejections"
+
+
+def run_summary(report: dict[str, Any]) -> str:
+    """One line for the state message: the run id, then what went wrong (or what it did)."""
+    errors = sum(len(s.get("errors") or []) for s in report["stages"].values())
+    rejected = len(report.get("articles_rejected") or [])
+    parts = [f"{errors} error(s)" if errors else "",
+             f"{rejected} article(s) rejected" if rejected else "",
+             f"{len(report.get('articles_created') or [])} created, {len(report.get('articles_updated') or [])} updated"]
+    return f"run {report['run_id']}: " + "; ".join(p for p in parts if p)
+
+
+def final_state(report: dict[str, Any]) -> State:
+    """The flow run's final state: Completed, or a named Completed state when there were errors
+    (unreadable transcript lines, failed units) or rejected articles. A stage that raised
+    makes the run Failed before this is reached."""
+    name = None
+    if report["status"] == "completed_with_errors":
+        name = COMPLETED_WITH_ERRORS
+    elif report.get("articles_rejected"):
+        name = COMPLETED_WITH_REJECTIONS
+    if name is None:
+        return Completed(data=report, message=run_summary(report))
+    return Completed(data=report, message=run_summary(report), name=name)
+
+
+def run_name() -> str:
+    """The flow run's name: `nightly 2026-12-01 03:00` (its scheduled or start time, local),
+    plus the slice when it is not the whole pipeline (`· ingest`, `· chunk…index`, `· dry run`)."""
+    ctx = FlowRunContext.get()
+    when = ctx.flow_run.expected_start_time if ctx and ctx.flow_run else None
+    stamp = (when or datetime.now(timezone.utc)).astimezone().strftime("%Y-%m-%d %H:%M")
+    raw = (ctx.parameters or {}).get("options") if ctx else None
+    options = raw if isinstance(raw, RunOptions) else RunOptions.model_validate(raw or {})
+    suffix = []
+    if options.only:
+        suffix.append("+".join(options.only))
+    elif options.from_stage or options.until_stage:
+        suffix.append(f"{options.from_stage or STAGES[0]}…{options.until_stage or STAGES[-1]}")
+    if options.dry_run:
+        suffix.append("dry run")
+    return " · ".join([f"nightly {stamp}", *suffix])
 
 
 class ArtifactProgress:
@@ -202,10 +253,16 @@ class ArtifactProgress:
         update_progress_artifact(self._artifact, 100.0, description="nightly: done")
 
 
-@flow(name="nightly", log_prints=False)
+@flow(name="nightly", log_prints=False, flow_run_name=run_name)
 def nightly(options: RunOptions = RunOptions()) -> dict[str, Any]:
-    """The whole pipeline (or a slice of it) over one memory home."""
+    """The whole pipeline (or a slice of it) over one memory home; returns the run report.
+
+    The flow returns a state (see `final_state`): Prefect makes it the run's final state, and
+    its data (the report) what calling the flow returns — hence the ignores below.
+    """
     show_info(PREFECT_LOGGING_LEVEL.value())
     report = execute(options, ArtifactProgress())
+    if options.dry_run:  # a plan, not a report: nothing ran, nothing to publish
+        return Completed(data=report, message="dry run: nothing changed")  # type: ignore[return-value]
     publish(report)
-    return report
+    return final_state(report)  # type: ignore[return-value]

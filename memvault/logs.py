@@ -26,3 +26,12 @@ def show_info(level: int | str = logging.INFO) -> None:
         logger = logging.getLogger(name)
         if logger.level == logging.NOTSET:
             logger.setLevel(level)
+
+
+def conv_label(short: str, title: str | None) -> str:
+    """A conversation as log lines name it: its short id, then its title in quotes when it has one
+    (`bfe27afb "Postgres backups on the NAS"`), cut to a line's worth."""
+    clean = " ".join((title or "").split())
+    if not clean:
+        return short
+    return f'{short} "{clean[:77] + "…" if len(clean) > 80 else clean}"'

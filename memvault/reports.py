@@ -47,10 +47,14 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [f"# memvault run {report['run_id']}", "",
              f"**Status:** {report['status']} · **engine:** {report['engine']} ({report.get('engine_reason', '')})", "",
              "| stage | status | seconds | counts |", "|---|---|---|---|"]
+    # The table stays narrow (a few counts per stage); every count is in "All counts" below.
+    for name, s in report["stages"].items():
+        lines.append(f"| {name} | {s.get('status')} | {s.get('seconds', 0):.1f} | {key_counts(name, s)} |")
+    lines += ["", "**All counts:**"]
     for name, s in report["stages"].items():
         counts = ", ".join(f"{k}={v}" for k, v in s.items()
                            if k not in ("status", "seconds", "errors") and not isinstance(v, (dict, list)))
-        lines.append(f"| {name} | {s.get('status')} | {s.get('seconds', 0):.1f} | {counts} |")
+        lines.append(f"- {name}: {counts or '-'}")
     lines += ["", f"**Created:** {', '.join(report['articles_created']) or 'none'}",
               f"**Updated:** {', '.join(report['articles_updated']) or 'none'}"]
     if report["articles_rejected"]:
@@ -73,3 +77,36 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [f"- {e['file']}:{e.get('line') or '-'}: {e['error']}" for e in errors[:50]]
     lines.append(f"\nTokens: {report['tokens']}")
     return "\n".join(lines) + "\n"
+
+
+# The two or three counts that say what a stage did (the stage-count table shows only these).
+KEY_COUNTS: dict[str, tuple[str, ...]] = {
+    "ingest": ("conversations_new", "messages_new", "errors"),
+    "chunk": ("conversations", "chunks_new", "waiting"),
+    "cluster": ("assigned", "buckets_new", "waiting"),
+    "synthesize": ("created", "updated", "rejected"),
+    "wikify": ("changed", "kept"),
+    "normalize": ("changed", "dangling", "footnotes_dropped"),
+    "changelog": ("committed",),
+    "index": ("nodes_written", "nodes_deleted", "pending"),
+}
+
+
+def key_counts(stage: str, result: dict[str, Any]) -> str:
+    """``result``'s key counts as one short cell: `conversations_new 11 · messages_new 230 · errors 2`.
+
+    Lists count as their length; a failed stage shows its error instead; a commit its short sha.
+    """
+    if result.get("status") == "failed":
+        return str(result.get("error", "failed"))[:120]
+    parts = []
+    for key in KEY_COUNTS.get(stage, ()):
+        if key not in result:
+            continue
+        value = result[key]
+        if isinstance(value, (list, dict)):
+            value = len(value)
+        elif key == "committed":
+            value = str(value)[:8] if value else "nothing"
+        parts.append(f"{key} {value}")
+    return " · ".join(parts)

@@ -22,6 +22,7 @@ from prefect.cache_policies import NONE
 
 from memvault.engines import structured
 from memvault.failpoints import failpoint
+from memvault.logs import conv_label
 from memvault.prompts import Prompt, load_prompt
 from stores.rows import MessageRow
 from tasks.chunk_model import ChunkReply, RepairError, repair, show, windows
@@ -153,11 +154,17 @@ def model_chunks(ctx: StageContext, cid: str, prompt: Prompt) -> tuple[list[tupl
     return out, None, notes
 
 
+def _label(ctx: StageContext, cid: str) -> str:
+    """The conversation as log lines name it: short id and title."""
+    row = ctx.ledger.conversation(cid)
+    return conv_label(cid[:8], row.title if row else None)
+
+
 def chunk_with_model(ctx: StageContext, cid: str, prompt: Prompt) -> tuple[int, str, str | None]:
     """Model path for one conversation; falls back to `chunk_conversation`. Returns (chunks, method, why)."""
     chunks, why, notes = model_chunks(ctx, cid, prompt)
     if chunks is None:
-        log.warning("chunk %s: model output unusable (%s); no-model segmentation instead", cid[:8], why)
+        log.warning("chunk %s: model output unusable (%s); no-model segmentation instead", _label(ctx, cid), why)
         n = chunk_conversation(ctx, cid)
         ctx.ledger.record_unit_result("chunk", cid, prompt.hash, "fallback", why, ctx.run_id)
         return n, "fallback", why
@@ -199,7 +206,7 @@ def run_chunk(ctx: StageContext) -> ChunkResult:
         methods[method] += 1
         if method == "fallback":
             fallbacks.append({"conversation": cid[:12], "reason": why or ""})
-        log.info("chunked %s into %d chunk(s) (%s)", cid[:8], n, method)
+        log.info("chunked %s into %d chunk(s) (%s)", _label(ctx, cid), n, method)
     ctx.units_done["chunk"] = done
     result = ChunkResult(conversations=done, chunks_new=made, waiting=len(todo) - done, stopped=stopped,
                          **ctx.stage_cost("chunk"))

@@ -25,6 +25,7 @@ from prefect.cache_policies import NONE
 
 from memvault.engines import structured
 from memvault.failpoints import failpoint
+from memvault.logs import conv_label
 from memvault.prompts import Prompt, load_prompt
 from stores.meta import BucketsPage, bucket_key
 from tasks.cluster_model import ClusterReply, decide, show_buckets, show_chunks
@@ -148,7 +149,10 @@ class ClusterPass:
         if best is None or scores[best] < self.ctx.settings.cluster.assign_similarity:
             return False
         self.join(chunk_id, best, v, scores[best])
-        log.info("chunk %s → %s (%.2f)", chunk_id[:8], best, scores[best])
+        if log.isEnabledFor(logging.INFO):  # the conversation's title costs a ledger read
+            row = self.ledger.chunk(chunk_id)
+            log.info("chunk %s of %s → %s (%.2f)", chunk_id[:8],
+                     conv_label(row.conversation_id[:8], row.conversation_title), best, scores[best])
         return True
 
 

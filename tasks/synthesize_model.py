@@ -19,6 +19,7 @@ from memvault.ids import conv_ref
 from memvault.markdown.footnotes import renumber
 from memvault.markdown.gate import word_count
 from memvault.markdown.scan import Doc
+from memvault.markdown.talk import quote_markers
 from stores.rows import ChunkRow
 from tasks.text import words
 
@@ -81,7 +82,7 @@ def article_view(text: str | None, material: str, max_words: int) -> tuple[str, 
             continue
         shown.add(heading)
         budget -= size
-    out = [lines[0]] if lines else []
+    out = [lines[Doc(text).offset]] if lines else []  # the title line (past any front matter)
     for heading, a, b in parts:
         body = lines[a:b]
         if heading in shown:
@@ -186,7 +187,7 @@ def _add_to_section(text: str, heading: str, prose: str) -> str:
 def talk_entry(existing: str | None, title: str, run_id: str, date: str, kind: str, lines: list[str]) -> str:
     """A dated section appended to a Talk page (created with its H1 when missing)."""
     head = existing.rstrip("\n") + "\n" if existing else f"# Talk: {title}\n"
-    body = "\n".join(f"- {line}" for line in lines)
+    body = "\n".join(f"- {quote_markers(line)}" for line in lines)  # gate reasons name markers: text, not footnotes
     return f"{head}\n## {date} — {kind} (run {run_id})\n\n{body}\n"
 
 

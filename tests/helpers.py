@@ -83,7 +83,8 @@ def stage_ctx(home: Path, run_id: str = "run-test-1", touched: dict[str, str] | 
     """What the wikify and normalize stages read from their StageContext."""
     from stores.vault import Vault
 
-    return SimpleNamespace(vault=Vault(home), run_id=run_id, touched_articles=dict(touched or {}), talk_notes=0)
+    return SimpleNamespace(vault=Vault(home), run_id=run_id, touched_articles=dict(touched or {}), talk_notes=0,
+                           ledger=None)
 
 
 def cc_raw_line(**fields: Any) -> str:

@@ -210,7 +210,7 @@ def clean_article(text: str, title: str, link_targets: Mapping[str, str] | None 
     body_ranges = [(h1.end, lead_end)] + [
         (h.start, e) for h, _, e in ranges if not _is_named(h.text, SEE_ALSO) and not _is_named(h.text, REFERENCES)
     ]
-    see_also = _build_see_also(see_also, doc, body_ranges, self_keys, resolve)
+    see_also = _build_see_also(see_also, doc, body_ranges, self_keys, resolve, set((link_targets or {}).values()))
     out = [f"# {title}", ""]
     if lead:
         out += [*lead, ""]
@@ -259,8 +259,10 @@ def _build_see_also(
     ranges: list[tuple[int, int]],
     self_keys: set[str],
     resolve: Callable[[str], tuple[str, str]],
+    known: set[str] | None = None,
 ) -> list[str]:
-    """Existing See also lines (minus self links and repeats), then one bullet per new body link."""
+    """Existing See also lines (minus self links and repeats), then one bullet per new body link
+    to an article in ``known`` (stems; empty or None: every body link)."""
     out: list[str] = []
     seen: set[str] = set()
     bullet = re.compile(r"[-*+] ")
@@ -280,8 +282,8 @@ def _build_see_also(
         if link.embed or not any(s <= link.line < e for s, e in ranges):
             continue
         key, name = resolve(link.page)
-        if key in self_keys or key in seen:
-            continue
+        if key in self_keys or key in seen or (known and name not in known):
+            continue  # See also lists only articles that exist (a dangling link is "wanted")
         seen.add(key)
         out.append(f"- [[{name}]]")
     return out

@@ -12,8 +12,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-import yaml
-
+from memvault.markdown import frontmatter
 from memvault.markdown.scan import Doc, code_spans, outside_code
 
 # `[[page#anchor|display]]`, optionally an embed `![[…]]`; `\|` is the table-cell escape.
@@ -81,19 +80,7 @@ def aliases_of(text: str) -> list[str]:
     Raises ValueError when the front matter is not valid YAML, so a broken hand edit is
     reported rather than silently ignored.
     """
-    front = Doc(text).front
-    if not front:
-        return []
-    try:
-        data = yaml.safe_load(front.strip().strip("-").strip(".")) or {}
-    except yaml.YAMLError as exc:
-        raise ValueError(f"front matter is not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        return []
-    value = data.get("aliases") or data.get("alias") or []
-    if isinstance(value, str):
-        value = [value]
-    return [str(v) for v in value if str(v).strip()]
+    return frontmatter.aliases(text)
 
 
 def build_known(stems: Iterable[str], aliases: Mapping[str, Iterable[str]] | None = None) -> dict[str, str]:
@@ -165,3 +152,44 @@ def known_from_texts(texts: Mapping[str, str]) -> tuple[dict[str, str], dict[str
         for name in names:
             known.setdefault(link_key(name), stem)
     return known, broken
+
+
+SEE_ALSO = "see also"
+_BULLET_LINK_RE = re.compile(r"^\s*[-*+]\s+(!?)\[\[([^\[\]\n]+?)\]\]\s*$")
+
+
+def drop_dangling_see_also(text: str, known: Mapping[str, str]) -> tuple[str, list[str]]:
+    """``text`` without the `## See also` bullets that link a page no article is (by stem, title
+    or alias), and the targets removed. A bullet is only removed when it is that one link and
+    nothing else; the heading goes too when nothing is left under it."""
+    doc = Doc(text)
+    heads = doc.headings()
+    canonical = set(known.values())
+    drop: set[int] = set()
+    removed: list[str] = []
+    for k, h in enumerate(heads):
+        if h.level != 2 or h.text.rstrip(":").strip().casefold() != SEE_ALSO:
+            continue
+        end = next((n.start for n in heads[k + 1 :] if n.level <= 2), len(doc.lines))
+        body = range(h.end, end)
+        for i in body:
+            m = _BULLET_LINK_RE.match(doc.lines[i]) if i not in doc.code else None
+            if not m:
+                continue
+            page = _parse(m.group(2))[0]
+            if page and page not in canonical and link_key(page) not in known:
+                drop.add(i)
+                removed.append(page)
+        if all(i in drop or not doc.lines[i].strip() for i in body):
+            drop.update(range(h.start, end))
+    if not drop:
+        return text, []
+    out: list[str] = []
+    for i, line in enumerate(doc.lines):
+        if i in drop:
+            continue
+        # A blank line right after a removed run, with a blank line already before it, goes too.
+        if not line.strip() and i - 1 in drop and out and not out[-1].strip():
+            continue
+        out.append(line)
+    return doc.front + "\n".join(out), removed
