@@ -18,6 +18,7 @@ from __future__ import annotations
 import codecs
 import os
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, BinaryIO
@@ -30,6 +31,8 @@ ConvParser = Callable[[dict[str, Any]], Conversation | None]
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header; an empty archive's directory
 SNIFF_BYTES = 1 << 20
 READ_BYTES = 1 << 16  # what ijson asks for at a time
+# What a damaged or cut zip raises while it is opened or read (zlib's for a corrupt stream).
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError, NotImplementedError)
 # Errors a conversation object can raise in a parser: its fault, not the export's.
 _CONVERSATION_ERRORS = (TypeError, ValueError, KeyError, AttributeError, RecursionError)
 
@@ -65,21 +68,24 @@ def _json_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     return sorted(members, key=lambda i: (Path(i.filename).name.lower() != "conversations.json", i.filename))
 
 
-def zip_export_members(archive: zipfile.ZipFile) -> tuple[str | None, list[zipfile.ZipInfo]]:
-    """The export kind of a zip and the members holding it (judged by their content)."""
+def zip_export_members(archive: zipfile.ZipFile) -> tuple[str | None, list[zipfile.ZipInfo], list[str]]:
+    """The export kind of a zip, the members holding it (judged by their content), and the
+    JSON members that could not be read (damaged), named with why."""
     kind: str | None = None
     found: list[zipfile.ZipInfo] = []
+    damaged: list[str] = []
     for info in _json_members(archive):
         try:
             with archive.open(info) as member:
                 head = member.read(SNIFF_BYTES)
-        except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError, EOFError):
-            continue  # an unreadable member is reported when it is parsed, if it is an export
+        except _ZIP_ERRORS as exc:
+            damaged.append(f"{info.filename} ({type(exc).__name__}: {exc})")
+            continue
         member_kind = export_kind_of_text(_utf8_text(head))
         if member_kind and kind in (None, member_kind):
             kind = member_kind
             found.append(info)
-    return kind, found
+    return kind, found, damaged
 
 
 def detect_zip(path: Path) -> str | None:
@@ -87,7 +93,7 @@ def detect_zip(path: Path) -> str | None:
     try:
         with zipfile.ZipFile(path) as archive:
             return zip_export_members(archive)[0]
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError):
+    except _ZIP_ERRORS:
         return None
 
 
@@ -243,11 +249,18 @@ def _zip_documents(handle: BinaryIO, path: Path, what: str, slicer: _Slicer) -> 
     """The export members of the zip on ``handle``, opened one after the other."""
     try:
         archive = zipfile.ZipFile(handle)
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+    except _ZIP_ERRORS as exc:
         slicer.error(f"{path} looks like a zip archive but cannot be opened ({exc}); re-download the {what} export")
         return
     with archive:
-        _, members = zip_export_members(archive)
+        try:
+            _, members, damaged = zip_export_members(archive)
+        except _ZIP_ERRORS as exc:
+            slicer.error(f"{path} is a damaged zip archive ({type(exc).__name__}: {exc}); re-download the {what} export")
+            return
+        if not members and damaged:
+            slicer.error(f"{path}: {', '.join(damaged[:3])} in the zip cannot be read; re-download the {what} export")
+            return
         if not members:
             names = ", ".join(i.filename for i in _json_members(archive)[:5]) or "no JSON file"
             slicer.error(f"{path} is a zip archive without a {what} conversations.json inside (it holds {names}); "
@@ -257,7 +270,7 @@ def _zip_documents(handle: BinaryIO, path: Path, what: str, slicer: _Slicer) -> 
             try:
                 with archive.open(info) as member:
                     yield f"{info.filename} (in the zip): ", member
-            except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError, EOFError) as exc:
+            except _ZIP_ERRORS as exc:
                 slicer.error(f"{info.filename} (in the zip) cannot be read ({type(exc).__name__}: {exc}); "
                              f"the conversations before the damage were kept — re-download the {what} export")
 
@@ -290,7 +303,7 @@ def _stream_document(raw: IO[bytes], where: str, path: Path, what: str, slicer: 
                      f"fault were read — re-download the {what} export")
     except RecursionError:
         slicer.error(f"{where}{path} is JSON nested too deeply to read; re-download the {what} export")
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+    except _ZIP_ERRORS as exc:
         slicer.error(f"{where}{path} cannot be read to its end ({type(exc).__name__}: {exc}); the conversations "
                      f"before the damage were kept — re-download the {what} export")
 

@@ -197,3 +197,22 @@ def test_a_utf16_export_with_a_bom_streams_like_utf8(tmp_path: Path) -> None:
         assert detect_format(path) == "claude-ai", path
         result = parse_file(path, "claude-ai")
         assert result.errors == [] and result.conversations == expected, path
+
+
+def test_a_damaged_or_cut_zip_is_reported_never_raised(env, tmp_path: Path) -> None:
+    ledger, settings = env
+    good = _zip(tmp_path / "good.zip", json.dumps([_chatgpt_conversation(n) for n in range(30)]), extra=False)
+    data = good.read_bytes()
+    flipped = bytearray(data)
+    for at in range(200, len(data) // 2, 97):  # inside the compressed member: zlib finds it
+        flipped[at] ^= 0x5A
+    damaged = tmp_path / "src" / "damaged.zip"
+    damaged.parent.mkdir()
+    damaged.write_bytes(bytes(flipped))
+    (tmp_path / "src" / "cut.zip").write_bytes(data[: len(data) // 2])  # a download that stopped
+    for path in (damaged, tmp_path / "src" / "cut.zip"):
+        result = parse_file(path, "chatgpt")
+        assert result.errors and all(e.file == str(path) for e in result.errors), path
+        assert "re-download the ChatGPT export" in result.errors[-1].error
+    ingested = run_ingest(ledger, settings, [("chatgpt", tmp_path / "src")])
+    assert {Path(e.file).name for e in ingested.errors} == {"damaged.zip", "cut.zip"}
