@@ -157,8 +157,8 @@ class _Slicer:
         # One odd conversation must not cost the user the rest of the export.
         except _CONVERSATION_ERRORS as exc:
             ident = item.get("conversation_id") or item.get("id") or item.get("uuid")
-            named = f" ({ident})" if isinstance(ident, str) and ident else ""
-            self.error(f"{where}conversation #{index} (counting from 0){named} unusable: {exc} — skipped; "
+            named = f", id {ident}" if isinstance(ident, str) and ident else ""
+            self.error(f"{where}conversation #{index} (counting from 0{named}) unusable: {exc} — skipped; "
                        "the others are read")
             return
         if conv is None:

@@ -153,7 +153,7 @@ def test_a_malformed_conversation_in_a_zip_does_not_stop_the_others(env, tmp_pat
     first, second = result.errors
     assert first.file == second.file == str(archive)
     assert "Export-2026/conversations.json (in the zip)" in first.error
-    assert "conversation #1 (counting from 0) (conv-0001) unusable" in first.error and "'mapping'" in first.error
+    assert "conversation #1 (counting from 0, id conv-0001) unusable" in first.error and "'mapping'" in first.error
     assert "conversation #2 (counting from 0) is a str" in second.error
     # Reported again while the file is unchanged, so the user sees it until it is fixed.
     again = run_ingest(ledger, settings, [("auto", archive)])
