@@ -36,7 +36,7 @@ from stores.rows import Watermark
 from tasks.context import StageContext
 
 JSONL_KINDS = {"claude-code", "codex", "pi"}
-SUFFIXES = {".jsonl", ".json"}
+SUFFIXES = {".jsonl", ".json", ".zip"}  # .zip: ChatGPT and claude.ai exports as downloaded
 WINDOW = 64 * 1024
 SLICE_BYTES = 4 * 1024 * 1024  # a slice of a big file: what one parse holds in memory
 BATCH_BYTES = 16 * 1024 * 1024  # small whole files stored and committed together
@@ -273,6 +273,7 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
     """
     from memvault.redact import redact_json
     from memvault.sources import detect_format, parse_file
+    from memvault.sources.export import EXPORT_KINDS, export_slices
 
     st = path.stat()  # one stat serves the folder check and the watermark comparison
     if S_ISDIR(st.st_mode):
@@ -299,12 +300,16 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
         offset, state = mark.byte_offset, stored.state if stored else None
     run = _FileRun(settings, result, set((state or {}).get(OWN_KEY, [])), own_prompts)
     result.files_changed += 1
-    jsonl = kind in JSONL_KINDS
+    # An export (plain or zipped) is streamed in slices of one pass; JSONL resumes per slice.
+    stream = export_slices(path, kind, slice_bytes) if kind in EXPORT_KINDS else None
     while True:
-        # `kind` is a SourceKind once discovery detected it (a str in the watermark row).
-        parsed = parse_file(path, kind, offset, state, max_bytes=slice_bytes if jsonl else None)  # type: ignore[arg-type]
+        if stream is None:
+            # `kind` is a SourceKind once discovery detected it (a str in the watermark row).
+            parsed = parse_file(path, kind, offset, state, max_bytes=slice_bytes)  # type: ignore[arg-type]
+            more = parsed.end_offset - offset >= slice_bytes  # stopped at the slice limit, not at the end
+        else:
+            parsed, more = next(stream)
         consumed = max(parsed.end_offset - offset, 0)
-        more = jsonl and consumed >= slice_bytes  # stopped at the slice limit, not at the end
         result.errors.extend(parsed.errors)
         slice_errors = (offset == 0, list(parsed.errors))
         for name, n in parsed.skipped_types.items():

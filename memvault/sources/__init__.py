@@ -5,7 +5,8 @@ Public API (used by tasks/ingest.py):
     parse_file(path, kind, start_offset=0, state=None) -> ParseResult
 
 JSONL formats (claude-code, codex, pi) stream from ``start_offset`` and hand back ``state``
-so appended lines parse in context; JSON exports (chatgpt, claude-ai) are re-parsed whole.
+so appended lines parse in context; JSON exports (chatgpt, claude-ai), plain or zipped, are
+re-read whole, streamed one conversation at a time (``export.export_slices``).
 ``parse_file`` never raises for bad input: problems come back as ``ParseResult.errors``.
 """
 

@@ -1,4 +1,5 @@
-"""ChatGPT data export (``conversations.json``): a list of conversations with a ``mapping`` tree.
+"""ChatGPT data export (``conversations.json``, or the zip holding it): a list of conversations
+with a ``mapping`` tree; export.py streams it, this module parses one conversation.
 
 Only the active thread is kept: walk ``current_node`` → ``parent`` (other children are
 abandoned regenerations and edits). Hidden nodes and system/context nodes are skipped;
@@ -124,5 +125,6 @@ def parse_conversation(item: dict[str, Any]) -> Conversation | None:
 def parse(
     path: Path, start_offset: int = 0, state: dict[str, Any] | None = None, max_bytes: int | None = None
 ) -> ParseResult:
-    """Parse a whole ChatGPT export; ``start_offset``, ``state`` and ``max_bytes`` are ignored (see export.py)."""
+    """Parse a whole ChatGPT export, plain or zipped (ingest streams it in slices instead, through
+    ``export.export_slices``); ``start_offset``, ``state`` and ``max_bytes`` are ignored."""
     return parse_export(path, "ChatGPT", parse_conversation)

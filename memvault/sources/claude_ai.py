@@ -1,4 +1,5 @@
-"""claude.ai data export (``conversations.json``): a list of ``{uuid, name, chat_messages}``.
+"""claude.ai data export (``conversations.json``, or the zip holding it): a list of
+``{uuid, name, chat_messages}``; export.py streams it, this module parses one conversation.
 
 Content blocks are preferred over the flat ``text`` (they separate thinking, dropped, from
 the answer, and carry tool use). Attachments' ``extracted_content`` becomes role "attachment"
@@ -92,5 +93,6 @@ def parse_conversation(item: dict[str, Any]) -> Conversation | None:
 def parse(
     path: Path, start_offset: int = 0, state: dict[str, Any] | None = None, max_bytes: int | None = None
 ) -> ParseResult:
-    """Parse a whole claude.ai export; ``start_offset``, ``state`` and ``max_bytes`` are ignored (see export.py)."""
+    """Parse a whole claude.ai export, plain or zipped (ingest streams it in slices instead, through
+    ``export.export_slices``); ``start_offset``, ``state`` and ``max_bytes`` are ignored."""
     return parse_export(path, "claude.ai", parse_conversation)

@@ -2,7 +2,8 @@
 
 Users rename and move exports (``conversations.json`` is the name of two formats), so the
 content decides: JSON exports by their distinctive keys near the start, JSONL by the shape of
-the first few objects.
+the first few objects, a zip (ChatGPT and claude.ai hand out their exports zipped) by its
+magic bytes and then the JSON inside it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, BinaryIO
 
 from memvault.models import SourceKind
 from memvault.sources.base import decode_text, open_regular, wide_encoding
+from memvault.sources.export import detect_zip, export_kind_of_text, is_zip
 
 SNIFF_BYTES = 1 << 20  # an export's first conversation names its keys well within this
 MAX_SNIFF_LINES = 25
@@ -40,13 +42,7 @@ def _kind_of_object(obj: dict[str, Any]) -> SourceKind | None:
 
 
 def _detect_json_export(head: str) -> SourceKind | None:
-    # current_node follows the mapping, which can pass the sniff window on a long first
-    # conversation; message authors inside the mapping show up early.
-    if '"mapping"' in head and ('"current_node"' in head or '"author"' in head):
-        return "chatgpt"
-    if '"chat_messages"' in head:
-        return "claude-ai"
-    return None
+    return export_kind_of_text(head)  # type: ignore[return-value]  # one of the two export kinds
 
 
 def detect_format(path: Path) -> SourceKind | None:
@@ -56,6 +52,8 @@ def detect_format(path: Path) -> SourceKind | None:
             head_bytes = handle.read(SNIFF_BYTES)
             if not head_bytes:
                 return None
+            if is_zip(head_bytes):
+                return detect_zip(path)  # type: ignore[return-value]  # an export kind or None
             if wide_encoding(head_bytes[:512]):
                 head = decode_text(head_bytes)  # an export saved as UTF-16: read as what it is
             elif b"\0" in head_bytes[:8192]:
