@@ -13,6 +13,11 @@ from stores.rows import ConversationSummary
 _DATE = "coalesce(c.started_at, c.updated_at, c.ingested_at)"
 
 
+def _summary(r: tuple[Any, ...]) -> ConversationSummary:
+    return ConversationSummary(id=r[0], source=r[1], title=r[2], project=r[3], started_at=r[4], updated_at=r[5],
+                               ingested_at=r[6], messages=int(r[7]), ignored=bool(r[8]))
+
+
 class BrowseMixin(LedgerBase):
     """Methods of :class:`stores.ledger.Ledger`."""
 
@@ -41,21 +46,19 @@ class BrowseMixin(LedgerBase):
         if until is not None:
             where.append(f"{_DATE} <= $until")
             params["until"] = _naive(until)
-        sql = ("SELECT c.id, c.source, c.title, c.project, c.started_at, c.updated_at, "
+        sql = ("SELECT c.id, c.source, c.title, c.project, c.started_at, c.updated_at, c.ingested_at, "
                "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id), c.ignored "
                "FROM conversations c" + (" WHERE " + " AND ".join(where) if where else "")
                + f" ORDER BY {_DATE} DESC NULLS LAST, c.id")
         if limit is not None:
             sql += " LIMIT $limit"
             params["limit"] = int(limit)
-        return [ConversationSummary(r[0], r[1], r[2], r[3], r[4], r[5], int(r[6]), bool(r[7]))
-                for r in self.con.execute(sql, params).fetchall()]
+        return [_summary(r) for r in self.con.execute(sql, params).fetchall()]
 
     def conversation_summary(self, cid: str) -> ConversationSummary | None:
         """One conversation's list line (None when the ledger has no such id)."""
         row = self.con.execute(
-            "SELECT c.id, c.source, c.title, c.project, c.started_at, c.updated_at, "
+            "SELECT c.id, c.source, c.title, c.project, c.started_at, c.updated_at, c.ingested_at, "
             "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id), c.ignored "
             "FROM conversations c WHERE c.id = ?", [cid]).fetchone()
-        return None if row is None else ConversationSummary(row[0], row[1], row[2], row[3], row[4], row[5],
-                                                            int(row[6]), bool(row[7]))
+        return None if row is None else _summary(row)

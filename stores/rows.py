@@ -125,10 +125,11 @@ class ConversationSummary:
     project: str | None
     started_at: datetime | None
     updated_at: datetime | None
+    ingested_at: datetime | None
     messages: int  # every stored message, abandoned branches included
     ignored: bool  # matched `ignored_topics`: kept in the ledger, left out of chunks and recall
 
     @property
     def date(self) -> datetime | None:
-        """When it happened: its start, else its last update."""
-        return self.started_at or self.updated_at
+        """When it happened: its start, else its last update, else when it was stored."""
+        return self.started_at or self.updated_at or self.ingested_at

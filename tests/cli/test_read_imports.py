@@ -17,6 +17,8 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "sentence_transformers")
+# Browsing reads the ledger and nothing else: it must not pay for the node index either.
+INDEX = "lancedb"
 # Runs the CLI as the `memvault` script does, then writes the heavy modules loaded to a file
 # (stdout belongs to the command).
 WRAPPER = """
@@ -30,9 +32,10 @@ try:
 except SystemExit as exc:
     code = exc.code or 0
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r})
+index = any(m.split(".")[0] == {index!r} for m in sys.modules)
 with open(out, "w") as f:
-    json.dump({{"code": code, "heavy": heavy}}, f)
-""".format(heavy=set(HEAVY))
+    json.dump({{"code": code, "heavy": heavy, "index": index}}, f)
+""".format(heavy=set(HEAVY), index=INDEX)
 
 
 def run_cli(home: Path, tmp_path: Path, *args: str) -> tuple[dict, str]:
@@ -64,10 +67,16 @@ def test_read_commands_never_import_torch(demo_copy: Path, tmp_path: Path) -> No
         "status": run_cli(demo_copy, tmp_path, "status")[0],
         "index-brief": run_cli(demo_copy, tmp_path, "index-brief")[0],
     }
+    found_conversations, stdout = run_cli(demo_copy, tmp_path, "conversations", "--json")
+    browse = {"conversations": found_conversations,
+              "show": run_cli(demo_copy, tmp_path, "show", json.loads(stdout)[0]["ref"])[0]}
+    commands.update(browse)
     failed = {name: r["code"] for name, r in commands.items() if r["code"] != 0}
     assert not failed, f"commands failed: {failed}"
     heavy = {name: r["heavy"] for name, r in commands.items() if r["heavy"]}
     assert not heavy, f"read commands imported {HEAVY}: {heavy}"
+    indexed = [name for name, r in browse.items() if r["index"]]
+    assert not indexed, f"browse commands imported {INDEX}: {indexed}"
 
 
 def test_the_check_sees_a_heavy_import(home: Path, tmp_path: Path) -> None:
