@@ -58,3 +58,7 @@ class UsageError(MemvaultError):
 
 class NotFoundError(MemvaultError):
     """An article, node or conversation named by the user does not exist."""
+
+
+class AmbiguousIdError(MemvaultError):
+    """A short id names more than one conversation (the message lists them)."""

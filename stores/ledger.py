@@ -27,6 +27,7 @@ import duckdb
 
 from memvault.errors import LedgerBusy, LedgerDamagedError
 from memvault.settings import Settings
+from stores.ledger_browse import BrowseMixin
 from stores.ledger_editorial import EditorialMixin
 from stores.ledger_ingest_errors import IngestErrorsMixin
 from stores.ledger_pipeline import PipelineMixin
@@ -129,7 +130,7 @@ def _is_lock_conflict(exc: duckdb.IOException) -> bool:
     return "lock" in str(exc).lower()
 
 
-class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin):
+class Ledger(TranscriptsMixin, PipelineMixin, EditorialMixin, IngestErrorsMixin, BrowseMixin):
     """Narrow interface over ``ledger.duckdb`` (its methods are grouped in the mixin modules)."""
 
     def __init__(self, path: Path, read_only: bool = False) -> None:

@@ -113,3 +113,23 @@ class LedgerCounts:
     messages: int
     chunks: int
     buckets: int  # not forgotten
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    """One line of `memvault conversations`: a conversation and how many messages it holds."""
+
+    id: str
+    source: str
+    title: str | None
+    project: str | None
+    started_at: datetime | None
+    updated_at: datetime | None
+    ingested_at: datetime | None
+    messages: int  # every stored message, abandoned branches included
+    ignored: bool  # matched `ignored_topics`: kept in the ledger, left out of chunks and recall
+
+    @property
+    def date(self) -> datetime | None:
+        """When it happened: its start, else its last update, else when it was stored."""
+        return self.started_at or self.updated_at or self.ingested_at

@@ -21,7 +21,7 @@ if is_hook_process(sys.argv):
 
 else:
     # Imported for their side effect, registering commands; this order is the order of `--help`.
-    from memvault.cli import home, pipeline, recall, editorial, ops, agents, live  # noqa: F401,I001
+    from memvault.cli import home, pipeline, recall, browse, editorial, ops, agents, live  # noqa: F401,I001
     from memvault.cli import export  # noqa: F401
     from memvault.cli.app import app
 

@@ -36,7 +36,8 @@ def serve(
     allow_remote: Annotated[bool, typer.Option(
         "--allow-remote", help="Allow a non-loopback --host (the API has no authentication).")] = False,
 ) -> None:
-    """Serve the agent API as local HTTP/JSON (search, recall, timeline, get, articles).
+    """Serve the agent API as local HTTP/JSON (search, recall, timeline, get, articles, conversations)
+    and a read-only web page at /.
 
     Example: memvault serve --port 8765
     """
@@ -46,8 +47,8 @@ def serve(
     with reporting(False):
         check_bind(host, allow_remote)  # before loading anything: misuse fails fast, exit 2
         shared = open_service(ctx.obj.get("home"))
-        err_console.print(f"memvault HTTP API on http://{host}:{port} — GET /health, /search?q=, /recall?q=, "
-                          "/articles (Ctrl-C stops)", highlight=False)
+        err_console.print(f"memvault HTTP API on http://{host}:{port} — the web page at /, GET /health, /search?q=, "
+                          "/recall?q=, /articles, /conversations (Ctrl-C stops)", highlight=False)
         run_http(shared, host, port, allow_remote)
 
 

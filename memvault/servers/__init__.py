@@ -1,7 +1,8 @@
 """The doors agents use to reach memory: an MCP server over stdio and a small HTTP API.
 
 Both call `MemoryService` directly (never through a flow run), hold one service per process
-(the embedding model loads once, on the first query), and never open the ledger.
+(the embedding model loads once, on the first query), and never open the ledger — except the
+HTTP API's conversation endpoints, which open it read-only for the length of one request.
 """
 
 import threading

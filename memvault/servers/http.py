@@ -13,10 +13,11 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from memvault.errors import IndexMismatchError, MemvaultError, NotFoundError, UsageError
+from memvault.errors import (AmbiguousIdError, IndexMismatchError, LedgerBusy, MemvaultError, NotFoundError,
+                             UsageError)
 from memvault.ops.memory import MemoryService
 from memvault.ops.prompt_recall import prompt_block
 from memvault.servers import SharedService
@@ -118,7 +119,9 @@ def build_app(shared: SharedService, loopback_only: bool = True) -> Starlette:
                 return _error(404, exc)
             except UsageError as exc:
                 return _error(400, exc)
-            except IndexMismatchError as exc:
+            except AmbiguousIdError as exc:
+                return _error(409, exc)
+            except (IndexMismatchError, LedgerBusy) as exc:
                 return _error(503, exc)
             except MemvaultError as exc:
                 return _error(500, exc)
@@ -154,6 +157,7 @@ def build_app(shared: SharedService, loopback_only: bool = True) -> Starlette:
         Route("/articles/{title}/links", endpoint(lambda r, s: s.article_links(r.path_params["title"]))),
         Route("/articles/{title}/sections/{section:path}",
               endpoint(lambda r, s: s.read_section(r.path_params["title"], r.path_params["section"]))),
+        *browse_routes(endpoint),
     ]
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -163,6 +167,47 @@ def build_app(shared: SharedService, loopback_only: bool = True) -> Starlette:
 
     middleware = [Middleware(LoopbackHostOnly)] if loopback_only else []
     return Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: http_error})
+
+
+def browse_routes(endpoint: Callable[[Callable[[Request, MemoryService], Any]], Callable[[Request], JSONResponse]]
+                  ) -> list[Route]:
+    """Conversations (read from the ledger, opened read-only per call), an article as safe HTML,
+    and the web page at `/` with its two static files."""
+    from memvault.ops.conversations import list_conversations, show_conversation
+    from memvault.servers import web
+    from memvault.servers.web.render import article_html
+
+    def conversations(r: Request, s: MemoryService) -> Any:
+        p = r.query_params
+        return list_conversations(s.settings, p.get("project"), p.get("source"), p.get("since"), p.get("until"),
+                                  _int(r, "limit", 100, 0, 100_000))
+
+    def html(r: Request, s: MemoryService) -> dict[str, Any]:
+        article = s.read_article(r.path_params["title"])
+
+        def resolve(page: str) -> str | None:
+            found = s.vault.find_article(page)
+            return None if found is None else found.stem
+
+        return {"title": article["title"], "path": article["path"], "html": article_html(article["text"], resolve)}
+
+    def page(request: Request) -> Response:
+        name = request.path_params.get("name", "index.html")
+        found = web.asset(name)
+        if found is None:
+            raise HTTPException(404, "no such file")
+        body, media = found
+        return Response(body, media_type=media, headers={"Content-Security-Policy": web.CSP,
+                                                         "X-Content-Type-Options": "nosniff",
+                                                         "Referrer-Policy": "no-referrer", "Cache-Control": "no-cache"})
+
+    return [
+        Route("/conversations", endpoint(conversations)),
+        Route("/conversations/{id}", endpoint(lambda r, s: show_conversation(s.settings, r.path_params["id"]))),
+        Route("/articles/{title}/html", endpoint(html)),
+        Route("/", page),
+        Route("/static/{name}", page),
+    ]
 
 
 def serve(shared: SharedService, host: str, port: int, allow_remote: bool) -> None:

@@ -20,7 +20,9 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "sentence_transformers")
 UNUSED_BY_QUERIES = ("git", "lance_namespace_urllib3_client.api")
-WATCHED = HEAVY + UNUSED_BY_QUERIES
+# Browsing reads the ledger and nothing else: it must not pay for the node index either.
+INDEX = ("lancedb",)
+WATCHED = HEAVY + UNUSED_BY_QUERIES + INDEX
 # Runs the CLI as the `memvault` script does, then writes the heavy modules loaded to a file
 # (stdout belongs to the command).
 WRAPPER = """
@@ -72,6 +74,10 @@ def test_read_commands_never_import_torch(demo_copy: Path, tmp_path: Path) -> No
         "status": run_cli(demo_copy, tmp_path, "status")[0],
         "index-brief": run_cli(demo_copy, tmp_path, "index-brief")[0],
     }
+    found_conversations, stdout = run_cli(demo_copy, tmp_path, "conversations", "--json")
+    browse = {"conversations": found_conversations,
+              "show": run_cli(demo_copy, tmp_path, "show", json.loads(stdout)[0]["ref"])[0]}
+    commands.update(browse)
     failed = {name: r["code"] for name, r in commands.items() if r["code"] != 0}
     assert not failed, f"commands failed: {failed}"
     heavy = {name: _loaded(r, HEAVY) for name, r in commands.items() if _loaded(r, HEAVY)}
@@ -79,6 +85,8 @@ def test_read_commands_never_import_torch(demo_copy: Path, tmp_path: Path) -> No
     unused = {name: _loaded(commands[name], UNUSED_BY_QUERIES) for name in ("recall", "search", "timeline", "get")
               if _loaded(commands[name], UNUSED_BY_QUERIES)}
     assert not unused, f"node queries imported {UNUSED_BY_QUERIES}: {unused}"
+    indexed = [name for name, r in browse.items() if _loaded(r, INDEX)]
+    assert not indexed, f"browse commands imported {INDEX}: {indexed}"
 
 
 def test_the_check_sees_a_heavy_import(home: Path, tmp_path: Path) -> None:
