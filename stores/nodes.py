@@ -262,11 +262,6 @@ class NodeIndex(NodeWrites):
         except (ValueError, RuntimeError, OSError):
             return []  # no full-text index yet (an empty index), or a query the tokenizer rejects
 
-    def lexical_neighbours(self, text: str, k: int) -> list[dict[str, Any]]:
-        """The ``k`` nodes whose words best match ``text`` — the full-text half of a recall —
-        with ``id``, ``pending`` and the vector (candidates for `similar` edges)."""
-        return _run(self._fts(self._table(), text, k, ["id", "pending", "vector"]))
-
     def nearest_many(self, vectors: np.ndarray, k: int, nprobes: int = 20, batch: int = 256) -> list[dict[str, float]]:
         """For each row of ``vectors`` (unit length), its ``k`` nearest nodes as ``{id: cosine}``
         — edge candidates for a write, found without a query per row.

@@ -2,9 +2,10 @@
 
 Incremental by content hash: a node whose text did not change is never re-embedded; nodes
 of removed sections (and of removed articles) are deleted. Each new node gets up to three
-`similar` edges from bounded candidates — the most recent nodes plus full-text neighbours —
-never a scan of every node. A failed embedding batch leaves its nodes `pending` (text
-stored, searchable by full text) for the next run to embed.
+`similar` edges from bounded candidates — the write's other nodes, the most recent nodes and
+each node's nearest nodes by vector (one batched search) — never a scan of every node. A
+failed embedding batch leaves its nodes `pending` (text stored, searchable by full text)
+for the next run to embed.
 
 An index that lost data (its folder deleted, restored from an older copy) heals: every
 conversation the ledger marks indexed must have its document in the index; those that do
