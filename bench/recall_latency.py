@@ -14,7 +14,9 @@ real ``NodeIndex`` (``upsert``, ``ensure_indexes``, which adds the ANN index pas
   top-10 computed in numpy;
 - ``write_ms_per_node``: one incremental index-stage write of a fixed batch of new nodes
   (``tasks.index.write_index``: upsert, bounded `similar` edges, index upkeep), per node;
-- ``build_s``: bulk load plus index creation; ``rss_mb``: the worker's peak RSS.
+- ``build_s``: bulk load plus index creation; ``rss_mb``: the worker's peak RSS;
+- with ``--embed-data FILE``: the indexing embedder's texts/s on LoCoMo message texts and the
+  projected hours to index 1M nodes (embedding plus the write cost per node).
 
     .venv/bin/python bench/recall_latency.py --nodes 10000,100000,1000000 --json
 """
@@ -275,6 +277,28 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
         }
 
 
+def embedding_rate(data: Path, texts: int, results: dict[str, Any]) -> dict[str, Any]:
+    """Texts/s of the indexing embedder (the product's, on the texts the index stage embeds:
+    ``bench/embedding.py``) and the projected hours to index 1M nodes: embedding at that rate
+    plus the write cost per node of the largest size measured (wall, and at the CPU rate ×
+    cores, what an idle machine gives)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from embedding import CORES, index_texts, measure
+
+    from memvault.embeddings import Embedder
+
+    wall_rate, cpu_rate, _ = measure(Embedder(), index_texts(data, texts))
+    sizes = [r for k, r in results.items() if k.isdigit() and "error" not in r]
+    largest = max(sizes, key=lambda r: r["nodes"]) if sizes else {}
+    write_ms = float(largest.get("write_ms_per_node", 0.0))
+    write_cpu_ms = float(largest.get("write_cpu_ms_per_node", write_ms))
+    idle_rate = cpu_rate * min(CORES, 2)  # the product runs one onnxruntime thread per core, at most two here
+    return {"texts": texts, "texts_per_s": round(wall_rate, 1), "texts_per_cpu_s": round(cpu_rate, 1),
+            "idle_texts_per_s": round(idle_rate, 1),
+            "index_1m_h": round((1e6 / wall_rate + 1e6 * write_ms / 1000) / 3600, 2),
+            "index_1m_idle_h": round((1e6 / idle_rate + 1e6 * write_cpu_ms / 1000) / 3600, 2)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", default="10000,100000", help="comma-separated index sizes")
@@ -283,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--keep", type=Path, default=None, metavar="DIR",
                     help="build each size's index once into DIR/<N> and measure copies of it on later runs")
+    ap.add_argument("--embed-data", type=Path, default=None, metavar="FILE",
+                    help="LoCoMo-schema file: also time the indexing embedder on its message texts and project 1M nodes")
+    ap.add_argument("--embed-texts", type=int, default=256, help="texts embedded with --embed-data")
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker is not None:
@@ -298,11 +325,16 @@ def main(argv: list[str] | None = None) -> int:
             continue
         results[str(n)] = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"{n}: {results[str(n)]}", file=sys.stderr, flush=True)
+    if args.embed_data is not None:
+        results["embedding"] = embedding_rate(args.embed_data, args.embed_texts, results)
+        print(f"embedding: {results['embedding']}", file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         print(f"{'nodes':>9} {'p50 ms':>8} {'p95 ms':>8} {'overlap':>8} {'write ms/node':>14} {'build s':>8} {'RSS MB':>8}")
         for n, r in results.items():
+            if n == "embedding":
+                continue
             if "error" in r:
                 print(f"{n:>9} {r['error']}")
                 continue
