@@ -14,7 +14,9 @@ real ``NodeIndex`` (``upsert``, ``ensure_indexes``, which adds the ANN index pas
   top-10 computed in numpy;
 - ``write_ms_per_node``: one incremental index-stage write of a fixed batch of new nodes
   (``tasks.index.write_index``: upsert, bounded `similar` edges, index upkeep), per node;
-- ``build_s``: bulk load plus index creation; ``rss_mb``: the worker's peak RSS.
+- ``build_s``: bulk load plus index creation; ``rss_mb``: the worker's peak RSS;
+- with ``--embed-data FILE``: the indexing embedder's texts/s on LoCoMo message texts and the
+  projected hours to index 1M nodes (embedding plus the write cost per node).
 
     .venv/bin/python bench/recall_latency.py --nodes 10000,100000,1000000 --json
 """
@@ -107,7 +109,7 @@ def make_docs(corpus: Corpus, first_doc: int, n_docs: int, base_time: datetime) 
         def row(path: str, parent: str | None, kind: str, text: str, vec: np.ndarray, order: int) -> dict[str, Any]:
             return {"id": node_id(doc, path), "doc": doc, "doc_kind": "conversation", "path": path,
                     "parent": node_id(doc, parent) if parent else None, "kind": kind, "title": text[:60],
-                    "text": text, "ref": None, "ord": order, "vector": corpus._unit(vec).tolist(), "pending": False,
+                    "text": text, "ref": None, "ord": order, "vector": corpus._unit(vec), "pending": False,
                     "content_hash": node_id(doc, path + text), "created_at": created, "updated_at": created,
                     "importance": 0.3, "access": 0, "similar": [], "reply": None, "kin": []}
 
@@ -151,6 +153,24 @@ def synthetic_edges(rows: list[dict[str, Any]], clusters: np.ndarray, rng: np.ra
                 r["similar"].append({"id": rows[j]["id"], "sim": float(rng.uniform(0.72, 0.9))})
 
 
+def exact_top(nodes: Any, queries: np.ndarray, k: int, batch: int = 50_000) -> list[set[str]]:
+    """Exact cosine top-``k`` ids of each query over every stored vector, read back from the
+    index a batch at a time (the vectors are unit length, so cosine is a dot product)."""
+    best = [np.full(0, -np.inf, np.float32)] * len(queries)
+    best_ids: list[np.ndarray] = [np.array([], dtype=object)] * len(queries)
+    for part in nodes.nodes.search().select(["id", "vector"]).limit(100_000_000).to_batches(batch):
+        vectors = part.column("vector").flatten().to_numpy(zero_copy_only=False).reshape(-1, DIM)
+        ids = np.array(part.column("id").to_pylist(), dtype=object)
+        scores = queries @ vectors.T
+        for q in range(len(queries)):
+            top = np.argpartition(-scores[q], min(k, len(ids) - 1))[:k]
+            merged = np.concatenate([best[q], scores[q][top]])
+            merged_ids = np.concatenate([best_ids[q], ids[top]])
+            keep = np.argsort(-merged)[:k]
+            best[q], best_ids[q] = merged[keep], merged_ids[keep]
+    return [set(b) for b in best_ids]
+
+
 def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[str, Any]:
     from memvault.ops.memory import MemoryService
     from memvault.settings import load_settings
@@ -161,6 +181,13 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
     n_docs = max(1, n // NODES_PER_DOC)
     corpus = Corpus(n_clusters=max(32, int(np.sqrt(n_docs) * 4)))
     base = datetime(2025, 1, 1)
+    # Queries: near a random node, with a few of its cluster's topic words. The nodes are
+    # picked before the data exists (their number is known), so only their vectors are kept
+    # while the index is generated — never a matrix of every vector (1.5 GB at 1M nodes).
+    qrng = np.random.default_rng(11)
+    total = n_docs * NODES_PER_DOC
+    picks = qrng.integers(0, total, size=queries)
+    picked: dict[int, tuple[np.ndarray, int]] = {}
     with tempfile.TemporaryDirectory(prefix="mv-lat-") as tmp:
         settings = load_settings(Path(tmp), index={"uri": str(Path(tmp) / "nodes.lance")})
         settings.state_dir.mkdir(parents=True)  # recall appends to the access log there
@@ -171,23 +198,23 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
         if reuse:
             shutil.copytree(kept / "nodes.lance", index_uri(settings))
         nodes = NodeIndex.open_or_create(settings)
-        matrix = np.zeros((n_docs * NODES_PER_DOC, DIM), dtype=np.float32)
-        ids: list[str] = []
-        all_clusters = []
+        wanted = set(int(p) for p in picks)
+        loaded = 0
         started = time.perf_counter()
         chunk_docs = max(1, 50_000 // NODES_PER_DOC)
         for first in range(0, n_docs, chunk_docs):
             gen_start = time.perf_counter()
             rows, clusters = make_docs(corpus, first, min(chunk_docs, n_docs - first), base)
-            matrix[len(ids):len(ids) + len(rows)] = np.asarray([r["vector"] for r in rows], dtype=np.float32)
-            ids += [r["id"] for r in rows]
-            all_clusters.append(clusters)
+            for i in wanted.intersection(range(loaded, loaded + len(rows))):
+                picked[i] = (np.asarray(rows[i - loaded]["vector"], dtype=np.float32), int(clusters[i - loaded]))
+            loaded += len(rows)
             synthetic_edges(rows, clusters, corpus.rng)
             started -= time.perf_counter() - gen_start  # data generation is not build time
             if reuse:
                 continue
-            nodes.upsert(rows)
-            print(f"  {n}: loaded {len(ids)} nodes ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+            nodes.append(rows)  # a fresh index: new ids only
+            print(f"  {n}: loaded {loaded} nodes ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+        del rows
         built = nodes.ensure_indexes(settings.index.ann_threshold)
         build_s = time.perf_counter() - started
         if kept is not None:
@@ -198,29 +225,25 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
                 (kept / "build.json").write_text(json.dumps({"build_s": round(build_s, 1)}))
         print(f"  {n}: indexes {built} after {build_s:.0f} s", file=sys.stderr, flush=True)
 
-        # Queries: near a random node, with a few of its cluster's topic words.
         stub = StubEmbedder()
-        qrng = np.random.default_rng(11)
-        picks = qrng.integers(0, len(ids), size=queries)
-        clusters_all = np.concatenate(all_clusters)
         qtexts, qvecs = [], []
         for j, p in enumerate(picks):
-            v = matrix[p] + 0.5 * qrng.standard_normal(DIM).astype(np.float32) / np.sqrt(DIM)
+            vec, cluster = picked[int(p)]
+            v = vec + 0.5 * qrng.standard_normal(DIM).astype(np.float32) / np.sqrt(DIM)
             v = (v / np.linalg.norm(v)).astype(np.float32)
-            words = corpus.vocab[qrng.choice(corpus.topics[clusters_all[p]], size=3)]
+            words = corpus.vocab[qrng.choice(corpus.topics[cluster], size=3)]
             text = f"q{j} " + " ".join(words)
             stub.table[text] = v
             qtexts.append(text)
             qvecs.append(v)
 
         ix = settings.index
+        exact_ids = exact_top(nodes, np.stack(qvecs[: min(100, queries)]), 10)
         overlap = []
-        for v in qvecs[: min(100, queries)]:
-            exact = set(np.argpartition(-(matrix @ v), 10)[:10])
-            exact_ids = {ids[i] for i in exact}
+        for v, exact in zip(qvecs, exact_ids):
             vector_hits, _ = nodes.recall_search(v, "", 10, nprobes=ix.ann_nprobes, refine_factor=ix.ann_refine_factor)
             got = {r["id"] for r in vector_hits}
-            overlap.append(len(got & exact_ids) / 10)
+            overlap.append(len(got & exact) / 10)
 
         service = MemoryService(settings, stub)  # type: ignore[arg-type]
         for text in qtexts[:5]:
@@ -237,20 +260,43 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
             r["embed_text"] = f"w{r['id']}"
             stub.table[r["embed_text"]] = np.asarray(r["vector"], dtype=np.float32)
             r["vector"], r["pending"] = None, True
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         write_index(nodes, stub, new_rows, [], settings.index)
-        write_s = time.perf_counter() - t0
+        write_s, write_cpu_s = time.perf_counter() - t0, time.process_time() - c0
 
         return {
             "p50_ms": round(float(np.percentile(times, 50)), 2),
             "p95_ms": round(float(np.percentile(times, 95)), 2),
             "overlap": round(float(np.mean(overlap)), 4),
             "write_ms_per_node": round(write_s * 1000 / len(new_rows), 3),
+            "write_cpu_ms_per_node": round(write_cpu_s * 1000 / len(new_rows), 3),
             "build_s": round(build_s, 1),
             "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "nodes": nodes.count(),
             "ann": nodes.has_ann(),
         }
+
+
+def embedding_rate(data: Path, texts: int, results: dict[str, Any]) -> dict[str, Any]:
+    """Texts/s of the indexing embedder (the product's, on the texts the index stage embeds:
+    ``bench/embedding.py``) and the projected hours to index 1M nodes: embedding at that rate
+    plus the write cost per node of the largest size measured (wall, and at the CPU rate ×
+    cores, what an idle machine gives)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from embedding import CORES, index_texts, measure
+
+    from memvault.embeddings import Embedder
+
+    wall_rate, cpu_rate, _ = measure(Embedder(), index_texts(data, texts))
+    sizes = [r for k, r in results.items() if k.isdigit() and "error" not in r]
+    largest = max(sizes, key=lambda r: r["nodes"]) if sizes else {}
+    write_ms = float(largest.get("write_ms_per_node", 0.0))
+    write_cpu_ms = float(largest.get("write_cpu_ms_per_node", write_ms))
+    idle_rate = cpu_rate * min(CORES, 2)  # the product runs one onnxruntime thread per core, at most two here
+    return {"texts": texts, "texts_per_s": round(wall_rate, 1), "texts_per_cpu_s": round(cpu_rate, 1),
+            "idle_texts_per_s": round(idle_rate, 1),
+            "index_1m_h": round((1e6 / wall_rate + 1e6 * write_ms / 1000) / 3600, 2),
+            "index_1m_idle_h": round((1e6 / idle_rate + 1e6 * write_cpu_ms / 1000) / 3600, 2)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -261,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--keep", type=Path, default=None, metavar="DIR",
                     help="build each size's index once into DIR/<N> and measure copies of it on later runs")
+    ap.add_argument("--embed-data", type=Path, default=None, metavar="FILE",
+                    help="LoCoMo-schema file: also time the indexing embedder on its message texts and project 1M nodes")
+    ap.add_argument("--embed-texts", type=int, default=256, help="texts embedded with --embed-data")
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker is not None:
@@ -276,11 +325,16 @@ def main(argv: list[str] | None = None) -> int:
             continue
         results[str(n)] = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"{n}: {results[str(n)]}", file=sys.stderr, flush=True)
+    if args.embed_data is not None:
+        results["embedding"] = embedding_rate(args.embed_data, args.embed_texts, results)
+        print(f"embedding: {results['embedding']}", file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         print(f"{'nodes':>9} {'p50 ms':>8} {'p95 ms':>8} {'overlap':>8} {'write ms/node':>14} {'build s':>8} {'RSS MB':>8}")
         for n, r in results.items():
+            if n == "embedding":
+                continue
             if "error" in r:
                 print(f"{n:>9} {r['error']}")
                 continue

@@ -8,6 +8,10 @@ A node's outgoing `similar` edges, the id of the turn that replies to it (``repl
 its exchange's other messages (``kin``) are columns of its own row: a search hit arrives
 with the id of everything recall lifts from it, so a recall is two rounds of reads (the two
 searches, then the few lifted rows that can still rank), never one per kind of relative.
+
+This module opens the tables and holds the reads and the searches; the schema and the SQL
+pieces are in ``stores/nodes_schema.py``, the writes and index upkeep in
+``stores/nodes_write.py`` (both re-exported here: import from ``stores.nodes``).
 """
 
 import asyncio
@@ -15,29 +19,31 @@ import os
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS, BTree, IvfPq
 from lancedb.query import FullTextOperator, MultiMatchQuery
-from lancedb.table import AsyncTable, Table
+from lancedb.table import AsyncTable
 
 from memvault.embeddings import DIM, MODEL_NAME
 from memvault.errors import IndexMismatchError
 from memvault.settings import Settings
 from stores.location import index_bytes, index_uri, local_path
+from stores.nodes_schema import (COLD, COLD_SCHEMA, LIFTED_COLUMNS, LIGHT_COLUMNS, META, META_SCHEMA, NODES,
+                                 RECALL_COLUMNS, SIMILAR_TYPE, id_list, node_schema, now_utc, quote, records,
+                                 scope_filter)
+from stores.nodes_write import NodeWrites
 
-NODES, META = "nodes", "meta"
-SIMILAR_TYPE = pa.list_(pa.struct([pa.field("id", pa.string()), pa.field("sim", pa.float32())]))
+__all__ = ["COLD", "COLD_SCHEMA", "LIFTED_COLUMNS", "LIGHT_COLUMNS", "META", "META_SCHEMA", "NODES", "RECALL_COLUMNS",
+           "SIMILAR_TYPE", "IndexStatus", "NodeIndex", "embedding_model", "node_schema", "now_utc", "scope_filter"]
 
 
 T = TypeVar("T")
 _LOOP: tuple[int, asyncio.AbstractEventLoop] | None = None
 _LOOP_LOCK = threading.Lock()
-
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` on this process's background event loop and wait for its result.
@@ -55,95 +61,6 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
         loop = _LOOP[1]
     return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
-
-def _optimize(table: Table, older_than: timedelta, **kwargs: Any) -> None:
-    """Compact, fold new rows into the indexes, and delete versions older than ``older_than``.
-
-    LanceDB prunes before it folds (one more commit): a second pass, with nothing left to
-    compact or fold, prunes the version that the fold replaced.
-    """
-    table.optimize(cleanup_older_than=older_than, **kwargs)
-    table.optimize(cleanup_older_than=older_than, **kwargs)
-
-
-def _by_source(edges: Iterable[tuple[str, str, float]]) -> dict[str, dict[str, float]]:
-    """``(src, dst, sim)`` edges as ``{src: {dst: sim}}`` (a repeated pair keeps the last weight)."""
-    out: dict[str, dict[str, float]] = {}
-    for src, dst, sim in edges:
-        out.setdefault(src, {})[dst] = float(sim)
-    return out
-
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def node_schema(dim: int) -> pa.Schema:
-    return pa.schema([
-        pa.field("id", pa.string()),
-        pa.field("doc", pa.string()),
-        pa.field("doc_kind", pa.string()),
-        pa.field("path", pa.string()),
-        pa.field("parent", pa.string()),
-        pa.field("kind", pa.string()),
-        pa.field("title", pa.string()),
-        pa.field("text", pa.string()),
-        # What full-text search matches: a message with its neighbouring turns (the window the
-        # index embeds), other nodes their own text. ``text`` stays what recall shows.
-        pa.field("fts_text", pa.string()),
-        pa.field("ref", pa.string()),
-        pa.field("ord", pa.int32()),
-        pa.field("vector", pa.list_(pa.float32(), dim)),
-        pa.field("pending", pa.bool_()),
-        pa.field("content_hash", pa.string()),
-        pa.field("created_at", pa.timestamp("us")),
-        pa.field("updated_at", pa.timestamp("us")),
-        pa.field("importance", pa.float32()),
-        pa.field("access", pa.int32()),
-        # Outgoing `similar` edges (up to ``index.max_similar``, cosine ≥ the threshold).
-        pa.field("similar", SIMILAR_TYPE),
-        # A message: the id of the next turn of its conversation (the one that answers it).
-        pa.field("reply", pa.string()),
-        # An exchange: its messages; a message: the other messages of its exchange.
-        pa.field("kin", pa.list_(pa.string())),
-        # What scoped recall filters on inside the searches (one round of queries): the
-        # document's project (a conversation's working directory), source kind (`article`
-        # for articles) and start date.
-        pa.field("project", pa.string()),
-        pa.field("source", pa.string()),
-        pa.field("doc_date", pa.timestamp("us")),
-    ])
-
-
-META_SCHEMA = pa.schema([pa.field("key", pa.string()), pa.field("value", pa.string())])
-LIGHT_COLUMNS = ["id", "doc", "doc_kind", "path", "parent", "kind", "title", "text", "ref", "ord", "pending",
-                 "content_hash", "created_at", "updated_at", "importance", "access", "similar", "reply", "kin",
-                 "project", "source", "doc_date"]
-# What recall reads of a search hit: scoring, what it lifts, the block and citations. Every
-# column costs about half a millisecond per read, so a lifted node (which lifts nothing
-# further) is read without its links.
-LIFTED_COLUMNS = ["id", "doc", "path", "kind", "title", "text", "ref", "pending", "created_at", "importance", "access",
-                  "project", "source"]
-RECALL_COLUMNS = [*LIFTED_COLUMNS, "parent", "similar", "reply", "kin"]
-
-
-def _records(table: pa.Table) -> list[dict[str, Any]]:
-    """Rows of an Arrow result, the vector column as float32 numpy rows (a Python list of 384
-    floats per row costs more than the read)."""
-    if "vector" not in table.column_names:
-        rows: list[dict[str, Any]] = table.to_pylist()
-        return rows
-    vectors = table.column("vector").combine_chunks()
-    dim = vectors.type.list_size
-    flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-    if len(flat) == len(vectors) * dim:
-        matrix: Any = flat.reshape(-1, dim)
-    else:  # rows without a vector (cold nodes) leave the flattened array short
-        matrix = [v.values.to_numpy(zero_copy_only=False).astype(np.float32) if v.is_valid else None for v in vectors]
-    rows = table.drop_columns(["vector"]).to_pylist()
-    for row, vector in zip(rows, matrix):
-        row["vector"] = vector
-    return rows
 
 
 def embedding_model(settings: Settings) -> tuple[str, int]:
@@ -172,7 +89,7 @@ class IndexStatus:
     bytes: int | None  # on disk; None for object storage
 
 
-class NodeIndex:
+class NodeIndex(NodeWrites):
     """Narrow interface over the LanceDB node tables.
 
     Open the live index with :meth:`open_existing` (readers, and writers that change what is
@@ -256,7 +173,7 @@ class NodeIndex:
         return self.nodes.count_rows()
 
     def doc_hashes(self, doc: str) -> dict[str, str]:
-        rows = (self.nodes.search().where(f"doc = {_quote(doc)}").select(["id", "content_hash"])
+        rows = (self.nodes.search().where(f"doc = {quote(doc)}").select(["id", "content_hash"])
                 .limit(1_000_000).to_list())
         return {r["id"]: r["content_hash"] for r in rows}
 
@@ -270,13 +187,13 @@ class NodeIndex:
             return []
         # Full nodes, with what full text matches, so a rewrite (a pending retry) keeps it.
         cols = LIGHT_COLUMNS + ["fts_text"] + (["vector"] if with_vectors else [])
-        where = "id IN (" + ", ".join(_quote(i) for i in ids) + ")"
+        where = "id IN " + id_list(ids)
         rows = self.nodes.search().where(where).select(cols).limit(len(ids)).to_list()
         order = {i: n for n, i in enumerate(ids)}
         return sorted(rows, key=lambda r: order.get(r["id"], 0))
 
     def doc_nodes(self, doc: str) -> list[dict[str, Any]]:
-        rows = self.nodes.search().where(f"doc = {_quote(doc)}").select(LIGHT_COLUMNS).limit(1_000_000).to_list()
+        rows = self.nodes.search().where(f"doc = {quote(doc)}").select(LIGHT_COLUMNS).limit(1_000_000).to_list()
         return sorted(rows, key=lambda r: r["ord"])
 
     def pending_ids(self) -> list[str]:
@@ -296,96 +213,9 @@ class NodeIndex:
         ids = tbl.column("id").to_pylist()
         if not ids:
             return []
-        where = "id IN (" + ", ".join(_quote(i) for i in ids) + ")"
+        where = "id IN " + id_list(ids)
         return self.nodes.search().where(where).select(["id", "created_at", "vector"]).limit(len(ids)).to_list()
 
-    # -- writes ---------------------------------------------------------------------------------
-    def upsert(self, rows: list[dict[str, Any]]) -> None:
-        if rows:
-            # Rows built elsewhere (tests, the latency bench) may omit it: full text then
-            # matches the node's own text.
-            rows = [{**r, "fts_text": r.get("fts_text") or r.get("text"), "similar": r.get("similar") or [],
-                     "kin": r.get("kin") or []} for r in rows]
-            (self.nodes.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-             .execute(pa.Table.from_pylist(rows, schema=self.nodes.schema)))
-
-    def delete(self, ids: Iterable[str]) -> None:
-        ids = list(ids)
-        for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            where = "(" + ", ".join(_quote(i) for i in part) + ")"
-            self.nodes.delete(f"id IN {where}")
-        # Edges into deleted nodes stay in their sources' rows until those are rewritten or
-        # maintenance rebuilds the edges; recall skips a neighbour it cannot read.
-
-    def set_edges(self, edges: list[tuple[str, str, float]]) -> None:
-        """Make ``edges`` the `similar` edges of their sources (other rows keep theirs), in one
-        commit. The index stage passes every edge of the rows it has just written."""
-        self._write_similar(_by_source(edges))
-
-    def _write_similar(self, similar: dict[str, dict[str, float]]) -> None:
-        """Set the `similar` column of these rows, in one commit (a partial merge-insert)."""
-        if not similar:
-            return
-        data = pa.Table.from_pylist(
-            [{"id": i, "similar": [{"id": d, "sim": s} for d, s in sorted(e.items(), key=lambda kv: -kv[1])]}
-             for i, e in similar.items()],
-            schema=pa.schema([pa.field("id", pa.string()), pa.field("similar", SIMILAR_TYPE)]))
-        self.nodes.merge_insert("id").when_matched_update_all().execute(data)
-
-    def add_access(self, counts: dict[str, int]) -> None:
-        """Fold access counts from the side log into the nodes (one write per run, not per query)."""
-        by_increment: dict[int, list[str]] = {}
-        for node_id, n in counts.items():
-            if n > 0:
-                by_increment.setdefault(int(n), []).append(node_id)
-        # One update per distinct increment (not per node): few versions however many nodes.
-        for n, ids in sorted(by_increment.items()):
-            for start in range(0, len(ids), 500):
-                where = "id IN (" + ", ".join(_quote(i) for i in ids[start:start + 500]) + ")"
-                self.nodes.update(where=where, values_sql={"access": f"coalesce(access, 0) + {n}"})
-
-    def ensure_indexes(self, ann_threshold: int, fold_fraction: float = 0.1) -> list[str]:
-        """Create the indexes a write needs and return which ones were built or refreshed.
-
-        Full text and a BTree on ``id`` (merge-insert and id lookups use it) always; the ANN
-        index once the table holds ``ann_threshold`` rows. Rows written later are still
-        searched (flat) until the indexes are folded: here when they exceed ``fold_fraction``
-        of the indexed rows, otherwise by maintenance — so a small write never costs O(N).
-        """
-        have = {tuple(i.columns): i for i in self.nodes.list_indices()}
-        done = []
-        if ("text",) not in have or ("fts_text",) not in have:
-            self.ensure_fts()
-            done.append("fts")
-        for column in ("id", "parent"):  # id lookups and merge-insert; children of a hit
-            if (column,) not in have:
-                self.nodes.create_index(column, config=BTree(), replace=True)
-                done.append(column)
-        rows = self.count()
-        if ("vector",) not in have and rows >= max(ann_threshold, 256):
-            self.create_ann(rows)
-            done.append("ann")
-        elif any((i.num_unindexed_rows or 0) > fold_fraction * max(i.num_indexed_rows or 0, 1) for i in have.values()):
-            self.nodes.optimize()  # folds new rows into every index; old versions kept (7-day default)
-            done.append("fold")
-        return done
-
-    def create_ann(self, rows: int | None = None) -> None:
-        """IVF-PQ over the vectors (cosine): ~√N partitions, 8 dimensions per PQ code."""
-        rows = rows or self.count()
-        partitions = max(1, min(4096, int(rows ** 0.5)))
-        sub_vectors = self.dim // 8 if self.dim % 8 == 0 else 1
-        self.nodes.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=partitions,
-                                                        num_sub_vectors=sub_vectors), replace=True)
-
-    def has_ann(self) -> bool:
-        return any(tuple(i.columns) == ("vector",) for i in self.nodes.list_indices())
-
-    def ensure_fts(self) -> None:
-        """(Re)build the full-text indexes over ``text`` and ``fts_text``; rows added later are still searched."""
-        for column in ("text", "fts_text"):
-            self.nodes.create_index(column, config=FTS(with_position=False), replace=True)
 
     def docs_matching(self, predicate: Callable[[str], bool], batch: int = 10_000) -> dict[str, int]:
         """Documents with a node whose title or text satisfies ``predicate(text)``: doc → nodes hit."""
@@ -403,67 +233,6 @@ class NodeIndex:
         self.delete(ids)
         return len(ids)
 
-    def purge_old_versions(self) -> None:
-        """Drop every older version's files, so deleted text no longer sits on disk.
-
-        A reader still on an older version at that moment may fail its query; the caller holds
-        the writer lock and means it (a secret must leave the disk), so LanceDB's warning is
-        silenced.
-        """
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            _optimize(self.nodes, timedelta(0), delete_unverified=True)
-
-    # -- maintenance (memvault/ops/maintenance.py) ----------------------------------------------------
-    def vectors(self) -> pa.Table:
-        """Every node that has a vector, with what maintenance needs to compare and merge them."""
-        cols = ["id", "doc", "doc_kind", "parent", "content_hash", "text", "created_at", "vector"]
-        return self.nodes.search().where("NOT pending").select(cols).limit(10_000_000).to_arrow()
-
-    def parent_ids(self) -> set[str]:
-        """Ids that some node names as its parent (inner nodes of a document tree)."""
-        rows = self.nodes.search().where("parent IS NOT NULL").select(["parent"]).limit(10_000_000).to_arrow()
-        return set(rows.column("parent").to_pylist())
-
-    def all_edges(self) -> list[tuple[str, str, float]]:
-        tbl = self.nodes.search().select(["id", "similar"]).limit(100_000_000).to_arrow()
-        return [(src, e["id"], float(e["sim"])) for src, out in zip(tbl.column("id").to_pylist(),
-                                                                    tbl.column("similar").to_pylist())
-                for e in out or []]
-
-    def replace_edges(self, edges: list[tuple[str, str, float]]) -> None:
-        """The whole edge set in one commit: readers see the old set or the new one, never none."""
-        new = _by_source(edges)
-        ids = self.nodes.search().select(["id"]).limit(100_000_000).to_arrow().column("id").to_pylist()
-        self._write_similar({i: new.get(i, {}) for i in ids})
-
-    def cold_ids(self) -> set[str]:
-        if COLD not in set(self.db.list_tables().tables):
-            return set()
-        return set(self.db.open_table(COLD).to_arrow().column("id").to_pylist())
-
-    def mark_cold(self, ids: Sequence[str]) -> None:
-        """Drop these nodes' vectors: vector search skips them, full-text search still finds them."""
-        ids = [i for i in ids if i not in self.cold_ids()]
-        if not ids:
-            return
-        names = set(self.db.list_tables().tables)
-        cold = self.db.open_table(COLD) if COLD in names else self.db.create_table(COLD, schema=COLD_SCHEMA)
-        cold.add([{"id": i} for i in ids])
-        for start in range(0, len(ids), 500):
-            where = "id IN (" + ", ".join(_quote(i) for i in ids[start:start + 500]) + ")"
-            self.nodes.update(where=where, values={"pending": True, "vector": None})
-
-    def optimize(self, cleanup_older_than: timedelta) -> dict[str, int]:
-        """Compact every table and delete versions older than the margin; returns versions left."""
-        out = {}
-        for name in self.db.list_tables().tables:
-            table = self.db.open_table(name)
-            _optimize(table, cleanup_older_than)
-            out[name] = len(table.list_versions())
-        return out
 
     # -- searches (recall: memvault/ops/memory.py; edge candidates: tasks/index.py) -------------
     # Through LanceDB's async API on a background loop (see ``_run``): a recall is two rounds,
@@ -489,14 +258,54 @@ class NodeIndex:
                                                               operator=FullTextOperator.OR))
             if where:
                 q = q.where(where)
-            return _records(await q.select(columns + ["_score"]).limit(k).to_arrow())
+            return records(await q.select(columns + ["_score"]).limit(k).to_arrow())
         except (ValueError, RuntimeError, OSError):
             return []  # no full-text index yet (an empty index), or a query the tokenizer rejects
 
-    def lexical_neighbours(self, text: str, k: int) -> list[dict[str, Any]]:
-        """The ``k`` nodes whose words best match ``text`` — the full-text half of a recall —
-        with ``id``, ``pending`` and the vector (candidates for `similar` edges)."""
-        return _run(self._fts(self._table(), text, k, ["id", "pending", "vector"]))
+    def nearest_many(self, vectors: np.ndarray, k: int, nprobes: int = 20, batch: int = 256) -> list[dict[str, float]]:
+        """For each row of ``vectors`` (unit length), its ``k`` nearest nodes as ``{id: cosine}``
+        — edge candidates for a write, found without a query per row.
+
+        One vector search for ``batch`` query vectors at a time (ANN when the index has one;
+        an exact scan otherwise, which LanceDB shares across the query vectors), without
+        LanceDB's per-query re-ranking (a read of ``k × refine`` full vectors for each query
+        vector, three quarters of the cost); instead every candidate of the batch is read
+        once, in one take by row id, and scored exactly here. Pending nodes are left out.
+        """
+        table = self._table()
+        out: list[dict[str, float]] = [{} for _ in range(len(vectors))]
+        if k <= 0 or not len(vectors):
+            return out
+        vectors = np.asarray(vectors, dtype=np.float32)
+
+        async def search(part: np.ndarray) -> pa.Table:
+            q = table.query().nearest_to(list(part) if len(part) > 1 else part[0]).distance_type("cosine")
+            result = await q.nprobes(nprobes).select(["id", "pending"]).with_row_id().limit(k).to_arrow()
+            if "query_index" not in result.column_names:  # one query vector: no index column
+                result = result.append_column("query_index", pa.array([0] * result.num_rows, pa.int32()))
+            return result
+
+        async def take(row_ids: list[int]) -> pa.Table:
+            got = await table.take_row_ids(row_ids).select(["vector"]).with_row_id().to_arrow()
+            return got if isinstance(got, pa.Table) else pa.Table.from_batches(got)
+
+        for start in range(0, len(vectors), batch):
+            try:
+                hits = _run(search(vectors[start:start + batch]))
+            except (ValueError, RuntimeError, OSError):
+                return out  # an empty table: nothing to link to
+            hits = hits.filter(pa.compute.invert(hits.column("pending").fill_null(True)))
+            if not hits.num_rows:
+                continue
+            wanted = sorted(set(hits.column("_rowid").to_pylist()))
+            got = _run(take(wanted))
+            where = {r: n for n, r in enumerate(got.column("_rowid").to_pylist())}
+            matrix = got.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, self.dim)
+            for q, node, row in zip(hits.column("query_index").to_pylist(), hits.column("id").to_pylist(),
+                                    hits.column("_rowid").to_pylist()):
+                if row in where:
+                    out[start + q][node] = float(vectors[start + q] @ matrix[where[row]])
+        return out
 
     def recall_search(self, vector: np.ndarray, query: str, k: int, nprobes: int = 20,
                       refine_factor: int = 5, where: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -515,7 +324,7 @@ class NodeIndex:
         async def both() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             vector_rows, fts_rows = await asyncio.gather(vq.to_arrow(),
                                                          self._fts(table, query, k, RECALL_COLUMNS + ["vector"], where))
-            return [r for r in _records(vector_rows) if not r["pending"]], fts_rows
+            return [r for r in records(vector_rows) if not r["pending"]], fts_rows
 
         return _run(both())
 
@@ -525,41 +334,7 @@ class NodeIndex:
         so are those outside ``scope``, a :func:`scope_filter`)."""
         if not ids:
             return []
-        where = "id IN (" + ", ".join(_quote(i) for i in ids) + ")" + (f" AND ({scope})" if scope else "")
+        where = "id IN " + id_list(ids) + (f" AND ({scope})" if scope else "")
         query = self._table().query().where(where).select(LIFTED_COLUMNS + ["vector"]).limit(len(ids))
-        return _records(_run(query.to_arrow()))
+        return records(_run(query.to_arrow()))
 
-
-def scope_filter(project: str | None = None, source: str | None = None,
-                 since: datetime | None = None, until: datetime | None = None) -> str | None:
-    """The SQL prefilter of a scoped recall (None when unscoped).
-
-    ``project`` matches a stored project exactly or by its last path component
-    (``--project memvault`` finds ``/home/me/src/memvault``); ``since``/``until`` bound the
-    document's start date (inclusive; documents without one, articles, are left out).
-    """
-    parts = []
-    if project:
-        p = project.rstrip("/")
-        parts.append(f"(project = {_quote(p)} OR project LIKE {_quote('%/' + p)})"
-                     if "/" not in p else f"project = {_quote(p)}")
-    if source:
-        parts.append(f"source = {_quote(source)}")
-    if since is not None:
-        parts.append(f"doc_date >= {_ts(since)}")
-    if until is not None:
-        parts.append(f"doc_date <= {_ts(until)}")
-    return " AND ".join(parts) or None
-
-
-def _ts(t: datetime) -> str:
-    t = t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
-    return f"TIMESTAMP '{t.isoformat(sep=' ', timespec='microseconds')}'"
-
-
-COLD = "cold"
-COLD_SCHEMA = pa.schema([pa.field("id", pa.string())])
-
-
-def now_utc() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)

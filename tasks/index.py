@@ -2,9 +2,10 @@
 
 Incremental by content hash: a node whose text did not change is never re-embedded; nodes
 of removed sections (and of removed articles) are deleted. Each new node gets up to three
-`similar` edges from bounded candidates — the most recent nodes plus full-text neighbours —
-never a scan of every node. A failed embedding batch leaves its nodes `pending` (text
-stored, searchable by full text) for the next run to embed.
+`similar` edges from bounded candidates — the write's other nodes, the most recent nodes and
+each node's nearest nodes by vector (one batched search) — never a scan of every node. A
+failed embedding batch leaves its nodes `pending` (text stored, searchable by full text)
+for the next run to embed.
 
 An index that lost data (its folder deleted, restored from an older copy) heals: every
 conversation the ledger marks indexed must have its document in the index; those that do
@@ -186,25 +187,40 @@ def embed_rows(embedder: Any, rows: list[dict[str, Any]], dim: int) -> int:
                 r["vector"], r["pending"] = [0.0] * dim, True
             continue
         for r, v in zip(part, vecs):
-            r["vector"], r["pending"] = v.astype(float).tolist(), False
+            r["vector"], r["pending"] = np.asarray(v, dtype=np.float32), False
     return failed
 
 
 def similar_edges(nodes: NodeIndex, rows: list[dict[str, Any]], threshold: float, k: int,
-                  recent: int, fts: int) -> list[tuple[str, str, float]]:
-    """Up to ``k`` edges per new row, from recent nodes plus full-text neighbours."""
-    pool = {r["id"]: np.asarray(r["vector"], dtype=np.float32) for r in nodes.recent(recent)}
-    edges: list[tuple[str, str, float]] = []
-    for r in rows:
-        if r["pending"]:
-            continue
-        cands = dict(pool)
-        for hit in nodes.lexical_neighbours(" ".join(r["text"].split()[:12]), fts):
-            if not hit["pending"]:
-                cands[hit["id"]] = np.asarray(hit["vector"], dtype=np.float32)
-        v = np.asarray(r["vector"], dtype=np.float32)
-        scored = sorted(((float(v @ w), i) for i, w in cands.items() if i != r["id"] and i != r["parent"]), reverse=True)
-        edges.extend((r["id"], i, s) for s, i in scored[:k] if s >= threshold)
+                  recent: int, neighbours: int, nprobes: int = 20) -> dict[str, list[dict[str, Any]]]:
+    """Up to ``k`` `similar` edges (cosine ≥ ``threshold``) of each row with a vector, by id.
+
+    Candidates, all scored in a few matrix products: the other rows of this write, the
+    ``recent`` most recent nodes of the index, and each row's ``neighbours`` nearest nodes
+    by vector — one batched search for every row of the write (ANN once the index has one),
+    never a query per row or a scan of every node. A row being rewritten is scored with its
+    new vector, never the one still in the index.
+    """
+    live = [r for r in rows if not r["pending"]]
+    if not live or k <= 0:
+        return {}
+    written = {r["id"] for r in rows}
+    batch = np.asarray([r["vector"] for r in live], dtype=np.float32)
+    pool = [p for p in nodes.recent(recent) if p["id"] not in written]
+    ids = [r["id"] for r in live] + [p["id"] for p in pool]
+    matrix = np.vstack([batch] + [np.asarray([p["vector"] for p in pool], dtype=np.float32)] * bool(pool))
+    sims = batch @ matrix.T
+    near = nodes.nearest_many(batch, neighbours, nprobes=nprobes)
+    edges: dict[str, list[dict[str, Any]]] = {}
+    # Only the best k + 2 of the write and the pool can win (the row itself and its parent
+    # may be among them): a partial sort per row instead of a dict of every pair.
+    top = min(k + 2, len(ids))
+    best = np.argpartition(-sims, top - 1, axis=1)[:, :top]
+    for i, r in enumerate(live):
+        cands = {ids[j]: float(sims[i, j]) for j in best[i]}
+        cands.update({c: s for c, s in near[i].items() if c not in written})
+        scored = sorted(((s, c) for c, s in cands.items() if c != r["id"] and c != r["parent"]), reverse=True)
+        edges[r["id"]] = [{"id": c, "sim": s} for s, c in scored[:k] if s >= threshold]
     return edges
 
 
@@ -213,16 +229,17 @@ def write_index(nodes: NodeIndex, embedder: Any, writes: list[dict[str, Any]], d
     """Embed ``writes``, apply them and ``deletes``, link new nodes, refresh the search indexes.
 
     Returns how many nodes were left pending. Shared by the index stage and the benchmarks,
-    so what is measured is what the product stores.
+    so what is measured is what the product stores. The rows go in with their `similar`
+    edges already set: one commit (a merge-insert) for the whole write, whatever its size.
     """
     failed = embed_rows(embedder, writes, embedder.dim)
     if deletes:
         nodes.delete(deletes)
     if writes:
         # A rewritten node's old edges go with its old row; its new ones are found afresh.
-        nodes.upsert([{**r, "similar": []} for r in writes])
-        nodes.set_edges(similar_edges(nodes, writes, settings.similar_threshold, settings.max_similar,
-                                      settings.recent_candidates, settings.fts_candidates))
+        edges = similar_edges(nodes, writes, settings.similar_threshold, settings.max_similar,
+                              settings.recent_candidates, settings.fts_candidates, settings.ann_nprobes)
+        nodes.upsert([{**r, "similar": edges.get(r["id"], [])} for r in writes])
     if writes or deletes:
         built = nodes.ensure_indexes(settings.ann_threshold)
         if built:

@@ -149,3 +149,44 @@ def test_a_grown_conversation_rewrites_the_turns_whose_links_changed(tmp_path: P
     assert {r["ref"] or r["kind"] for r in changed} == {"m1", "m2", "m3", "exchange"} and gone == []
     m2 = next(r for r in changed if r["ref"] == "m2")
     assert by_id[m2["reply"]]["ref"] == "m3"
+
+
+def test_a_write_links_each_new_node_to_its_most_similar_nodes_in_one_commit(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from tasks.index import write_index
+
+    rng = np.random.default_rng(9)
+    nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
+    old = synthetic_rows(200, rng)
+    nodes.append(old)
+    nodes.ensure_indexes(ann_threshold=10_000)
+    new = synthetic_rows(15, rng, start=200)  # under the fold fraction: no index refresh
+    vectors = {r["id"]: np.asarray(r["vector"], dtype=np.float32) for r in old + new}
+
+    class Embedder:
+        dim = DIM
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.stack([vectors[t] for t in texts])
+
+    for r in new:
+        r["embed_text"], r["vector"], r["pending"] = r["id"], None, True
+    settings = SimpleNamespace(similar_threshold=0.72, max_similar=3, recent_candidates=10, fts_candidates=15,
+                               ann_nprobes=20, ann_threshold=10_000)
+    version = nodes.nodes.version
+    write_index(nodes, Embedder(), new, [], settings)
+    assert nodes.nodes.version == version + 1  # rows and their edges: one commit
+    by_id = {r["id"]: r for r in nodes.get([r["id"] for r in new])}
+    everyone = np.stack(list(vectors.values()))
+    ids = list(vectors)
+    for r in new:
+        edges = by_id[r["id"]]["similar"]
+        assert len(edges) <= 3 and all(e["sim"] >= 0.72 for e in edges)
+        assert all(e["id"] not in (r["id"], r["parent"]) for e in edges)
+        # the best candidates are the exact best of all nodes (old and new) on this small index
+        exact = sorted(((float(everyone[j] @ vectors[r["id"]]), i) for j, i in enumerate(ids)
+                        if i not in (r["id"], r["parent"])), reverse=True)
+        want = [i for s, i in exact[:3] if s >= 0.72]
+        assert [e["id"] for e in edges] == want
+        assert [round(e["sim"], 4) for e in edges] == [round(s, 4) for s, i in exact[:len(want)]]

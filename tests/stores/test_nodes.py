@@ -33,11 +33,33 @@ def test_ann_index_is_built_past_the_threshold_and_kept_incremental(tmp_path: Pa
     new = nodes.get(["n307"], with_vectors=True)[0]
     vector_hits, text_hits = nodes.recall_search(np.asarray(new["vector"], dtype=np.float32), "note 305", 3)
     assert vector_hits[0]["id"] == "n307" and text_hits[0]["id"] == "n305"
-    assert [h["id"] for h in nodes.lexical_neighbours("note 305", 3)][:1] == ["n305"]  # the index stage's use
+    # the index stage's edge candidates: one batched search, exact cosines, unindexed rows too
+    probe = np.asarray([new["vector"], rows[42]["vector"]], dtype=np.float32)
+    near = nodes.nearest_many(probe, 5)
+    assert [max(n, key=n.get) for n in near] == ["n307", "n42"]
+    assert near[0]["n307"] == pytest.approx(1.0, abs=1e-5)
+    assert all(abs(s - float(np.asarray(nodes.get([i], with_vectors=True)[0]["vector"]) @ probe[0])) < 1e-5
+               for i, s in near[0].items())
     # past the fold fraction, new rows are folded into the existing indexes
     nodes.upsert(synthetic_rows(60, rng, start=310))
     assert nodes.ensure_indexes(ann_threshold=300) == ["fold"]
     assert nodes.has_ann()
+
+
+def test_nearest_many_below_the_ann_threshold_is_exact_and_skips_pending_nodes(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
+    rows = synthetic_rows(120, rng)
+    rows[7]["pending"], rows[7]["vector"] = True, [0.0] * DIM
+    nodes.append(rows)
+    vectors = np.asarray([r["vector"] for r in rows], dtype=np.float32)
+    queries = vectors[[3, 8, 50]]
+    near = nodes.nearest_many(queries, 6, batch=2)  # two searches: the batches join up
+    for q, found in zip(queries, near):
+        exact = vectors @ q
+        exact[7] = -np.inf  # pending: never a candidate
+        assert set(found) == {f"n{i}" for i in np.argsort(-exact)[:6]}
+    assert nodes.nearest_many(queries, 0) == [{}, {}, {}]
 
 
 def test_an_index_built_by_an_older_memvault_is_refused_with_the_fix(tmp_path: Path) -> None:

@@ -1,0 +1,135 @@
+"""The node index's tables as data: the schemas, which columns each read takes, the SQL
+pieces of a filter, and Arrow results turned into rows. No LanceDB handle lives here."""
+
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+NODES, META, COLD = "nodes", "meta", "cold"
+SIMILAR_TYPE = pa.list_(pa.struct([pa.field("id", pa.string()), pa.field("sim", pa.float32())]))
+
+
+def node_schema(dim: int) -> pa.Schema:
+    """The nodes table with ``dim``-dimensional vectors."""
+    return pa.schema([
+        pa.field("id", pa.string()),
+        pa.field("doc", pa.string()),
+        pa.field("doc_kind", pa.string()),
+        pa.field("path", pa.string()),
+        pa.field("parent", pa.string()),
+        pa.field("kind", pa.string()),
+        pa.field("title", pa.string()),
+        pa.field("text", pa.string()),
+        # What full-text search matches: a message with its neighbouring turns (the window the
+        # index embeds), other nodes their own text. ``text`` stays what recall shows.
+        pa.field("fts_text", pa.string()),
+        pa.field("ref", pa.string()),
+        pa.field("ord", pa.int32()),
+        pa.field("vector", pa.list_(pa.float32(), dim)),
+        pa.field("pending", pa.bool_()),
+        pa.field("content_hash", pa.string()),
+        pa.field("created_at", pa.timestamp("us")),
+        pa.field("updated_at", pa.timestamp("us")),
+        pa.field("importance", pa.float32()),
+        pa.field("access", pa.int32()),
+        # Outgoing `similar` edges (up to ``index.max_similar``, cosine ≥ the threshold).
+        pa.field("similar", SIMILAR_TYPE),
+        # A message: the id of the next turn of its conversation (the one that answers it).
+        pa.field("reply", pa.string()),
+        # An exchange: its messages; a message: the other messages of its exchange.
+        pa.field("kin", pa.list_(pa.string())),
+        # What scoped recall filters on inside the searches (one round of queries): the
+        # document's project (a conversation's working directory), source kind (`article`
+        # for articles) and start date.
+        pa.field("project", pa.string()),
+        pa.field("source", pa.string()),
+        pa.field("doc_date", pa.timestamp("us")),
+    ])
+
+
+META_SCHEMA = pa.schema([pa.field("key", pa.string()), pa.field("value", pa.string())])
+LIGHT_COLUMNS = ["id", "doc", "doc_kind", "path", "parent", "kind", "title", "text", "ref", "ord", "pending",
+                 "content_hash", "created_at", "updated_at", "importance", "access", "similar", "reply", "kin",
+                 "project", "source", "doc_date"]
+# What recall reads of a search hit: scoring, what it lifts, the block and citations. Every
+# column costs about half a millisecond per read, so a lifted node (which lifts nothing
+# further) is read without its links.
+LIFTED_COLUMNS = ["id", "doc", "path", "kind", "title", "text", "ref", "pending", "created_at", "importance", "access",
+                  "project", "source"]
+RECALL_COLUMNS = [*LIFTED_COLUMNS, "parent", "similar", "reply", "kin"]
+
+
+def records(table: pa.Table) -> list[dict[str, Any]]:
+    """Rows of an Arrow result, the vector column as float32 numpy rows (a Python list of 384
+    floats per row costs more than the read)."""
+    if "vector" not in table.column_names:
+        rows: list[dict[str, Any]] = table.to_pylist()
+        return rows
+    vectors = table.column("vector").combine_chunks()
+    dim = vectors.type.list_size
+    flat = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    if len(flat) == len(vectors) * dim:
+        matrix: Any = flat.reshape(-1, dim)
+    else:  # rows without a vector (cold nodes) leave the flattened array short
+        matrix = [v.values.to_numpy(zero_copy_only=False).astype(np.float32) if v.is_valid else None for v in vectors]
+    rows = table.drop_columns(["vector"]).to_pylist()
+    for row, vector in zip(rows, matrix):
+        row["vector"] = vector
+    return rows
+
+
+COLD_SCHEMA = pa.schema([pa.field("id", pa.string())])
+
+
+def quote(value: str) -> str:
+    """``value`` as an SQL string literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def id_list(ids: Iterable[str]) -> str:
+    """``(id1, id2, …)`` for an ``id IN`` filter."""
+    return "(" + ", ".join(quote(i) for i in ids) + ")"
+
+
+def by_source(edges: Iterable[tuple[str, str, float]]) -> dict[str, dict[str, float]]:
+    """``(src, dst, sim)`` edges as ``{src: {dst: sim}}`` (a repeated pair keeps the last weight)."""
+    out: dict[str, dict[str, float]] = {}
+    for src, dst, sim in edges:
+        out.setdefault(src, {})[dst] = float(sim)
+    return out
+
+
+def scope_filter(project: str | None = None, source: str | None = None,
+                 since: datetime | None = None, until: datetime | None = None) -> str | None:
+    """The SQL prefilter of a scoped recall (None when unscoped).
+
+    ``project`` matches a stored project exactly or by its last path component
+    (``--project memvault`` finds ``/home/me/src/memvault``); ``since``/``until`` bound the
+    document's start date (inclusive; documents without one, articles, are left out).
+    """
+    parts = []
+    if project:
+        p = project.rstrip("/")
+        parts.append(f"(project = {quote(p)} OR project LIKE {quote('%/' + p)})"
+                     if "/" not in p else f"project = {quote(p)}")
+    if source:
+        parts.append(f"source = {quote(source)}")
+    if since is not None:
+        parts.append(f"doc_date >= {_ts(since)}")
+    if until is not None:
+        parts.append(f"doc_date <= {_ts(until)}")
+    return " AND ".join(parts) or None
+
+
+def _ts(t: datetime) -> str:
+    t = t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
+    return f"TIMESTAMP '{t.isoformat(sep=' ', timespec='microseconds')}'"
+
+
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
