@@ -1,7 +1,8 @@
 """chunk: conversations changed since `chunked_at` → topic chunks (message ranges with a label).
 
-No-model path: TextTiling-like segmentation — embed each exchange (a user turn and the
-replies after it) and cut where consecutive exchanges stop being similar. Only messages of
+No-model path: TextTiling-style segmentation (tasks.chunk_segment) — embed each exchange (a
+user turn and the replies after it) and cut at similarity valleys that are deep or low
+enough, or where the user announces a new topic. Only messages of
 the active thread not yet in a chunk are chunked, so an appended session adds new chunks
 and never re-chunks what was already synthesized.
 
@@ -29,6 +30,7 @@ from memvault.prompts import Prompt, load_prompt
 from memvault.settings import ChunkSettings
 from stores.rows import ConversationRow, MessageRow
 from tasks.chunk_model import ChunkReply, RepairError, repair, show, windows
+from tasks.chunk_segment import boundaries, exchange_vectors, segment
 from tasks.context import ModelStageResult, StageContext
 from tasks.text import EMBED_CHARS, label
 
@@ -69,32 +71,6 @@ def render(messages: list[MessageRow]) -> str:
     return "\n".join(f"{m.role}: {m.text.strip()}" for m in messages)
 
 
-def segment(vectors: np.ndarray, sizes: list[int], threshold: float, max_chars: int) -> list[tuple[int, int]]:
-    """Cut a sequence of exchange vectors into [start, end) ranges.
-
-    A cut goes where the cosine between neighbours drops below ``threshold`` and is a local
-    minimum (a "valley" as in TextTiling), or where a chunk would exceed ``max_chars``.
-    """
-    n = len(vectors)
-    if n == 0:
-        return []
-    sims = [float(vectors[i] @ vectors[i + 1]) for i in range(n - 1)]
-    cuts = set()
-    for i, s in enumerate(sims):
-        left = sims[i - 1] if i > 0 else 1.0
-        right = sims[i + 1] if i + 1 < len(sims) else 1.0
-        if s < threshold and s <= left and s <= right:
-            cuts.add(i + 1)
-    ranges, start, size = [], 0, 0
-    for i in range(n):
-        if i > start and (i in cuts or size + sizes[i] > max_chars):
-            ranges.append((start, i))
-            start, size = i, 0
-        size += sizes[i]
-    ranges.append((start, n))
-    return ranges
-
-
 def chunk_id(cid: str, message_ids: list[str]) -> str:
     return hashlib.sha256(f"{cid}\x1f{message_ids[0]}\x1f{message_ids[-1]}".encode()).hexdigest()[:32]
 
@@ -108,8 +84,11 @@ def plan_chunks(messages: list[MessageRow], embedder: Embedder, settings: ChunkS
     groups = exchanges(messages)
     if not groups:
         return []
-    vectors = embedder.embed([render(g)[:EMBED_CHARS] for g in groups])
-    ranges = segment(vectors, [len(render(g)) for g in groups], settings.boundary_similarity, settings.max_chunk_chars)
+    full = embedder.embed([render(g)[:EMBED_CHARS] for g in groups])
+    vectors = exchange_vectors(full, embedder.embed([g[0].text[:EMBED_CHARS] for g in groups]))
+    cuts = boundaries(vectors, [g[0].text if g[0].role == "user" else "" for g in groups],
+                      settings.boundary_similarity, settings.boundary_depth)
+    ranges = segment(vectors, [len(render(g)) for g in groups], cuts, settings.max_chunk_chars)
     out = []
     for start, end in ranges:
         centroid = vectors[start:end].mean(axis=0)
