@@ -31,6 +31,9 @@ DEFAULT_LOW_VALUE_PATTERNS: list[str] = [
     r"(?:ok(?:ay)?|k|thanks?|thank you|thx|ty|cool|great|nice|perfect|got it|sounds good"
     r"|lgtm|done|continue|go ahead|go on)(?:\s+(?:so much|very much|a lot|again))?",
     r"(?:👍|🙏|🙂|😊|👌|✅|❤️)+",
+    # A bare slash command (`/mode`, `/model opus`, `/clear`) drives the assistant's UI; it
+    # says nothing about a topic, so it must neither open a chunk nor name one.
+    r"/[a-z][\w:-]*(?:\s+[\w.:/@-]+){0,2}",
 ]
 _TRIM = " \t\r\n.!?,;:~"
 

@@ -1,7 +1,8 @@
 """chunk: conversations changed since `chunked_at` → topic chunks (message ranges with a label).
 
-No-model path: TextTiling-like segmentation — embed each exchange (a user turn and the
-replies after it) and cut where consecutive exchanges stop being similar. Only messages of
+No-model path: TextTiling-style segmentation (tasks.chunk_segment) — embed each exchange (a
+user turn and the replies after it) and cut at similarity valleys that are deep or low
+enough, or where the user announces a new topic. Only messages of
 the active thread not yet in a chunk are chunked, so an appended session adds new chunks
 and never re-chunks what was already synthesized.
 
@@ -14,18 +15,23 @@ conversation is one unit: budget-checked before, committed in one transaction, f
 
 import hashlib
 import logging
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 from prefect import task
 from prefect.cache_policies import NONE
 
+from memvault.embeddings import Embedder
 from memvault.engines import structured
+from memvault.engines.base import Completion, Engine
 from memvault.failpoints import failpoint
 from memvault.logs import conv_label
 from memvault.prompts import Prompt, load_prompt
-from stores.rows import MessageRow
+from memvault.settings import ChunkSettings
+from stores.rows import ConversationRow, MessageRow
 from tasks.chunk_model import ChunkReply, RepairError, repair, show, windows
+from tasks.chunk_segment import boundaries, exchange_vectors, segment
 from tasks.context import ModelStageResult, StageContext
 from tasks.text import EMBED_CHARS, label
 
@@ -66,56 +72,40 @@ def render(messages: list[MessageRow]) -> str:
     return "\n".join(f"{m.role}: {m.text.strip()}" for m in messages)
 
 
-def segment(vectors: np.ndarray, sizes: list[int], threshold: float, max_chars: int) -> list[tuple[int, int]]:
-    """Cut a sequence of exchange vectors into [start, end) ranges.
-
-    A cut goes where the cosine between neighbours drops below ``threshold`` and is a local
-    minimum (a "valley" as in TextTiling), or where a chunk would exceed ``max_chars``.
-    """
-    n = len(vectors)
-    if n == 0:
-        return []
-    sims = [float(vectors[i] @ vectors[i + 1]) for i in range(n - 1)]
-    cuts = set()
-    for i, s in enumerate(sims):
-        left = sims[i - 1] if i > 0 else 1.0
-        right = sims[i + 1] if i + 1 < len(sims) else 1.0
-        if s < threshold and s <= left and s <= right:
-            cuts.add(i + 1)
-    ranges, start, size = [], 0, 0
-    for i in range(n):
-        if i > start and (i in cuts or size + sizes[i] > max_chars):
-            ranges.append((start, i))
-            start, size = i, 0
-        size += sizes[i]
-    ranges.append((start, n))
-    return ranges
-
-
 def chunk_id(cid: str, message_ids: list[str]) -> str:
     return hashlib.sha256(f"{cid}\x1f{message_ids[0]}\x1f{message_ids[-1]}".encode()).hexdigest()[:32]
+
+
+def plan_chunks(messages: list[MessageRow], embedder: Embedder, settings: ChunkSettings) -> list[tuple[list[MessageRow], np.ndarray]]:
+    """The no-model segmentation of ``messages``: each chunk's messages and its unit centroid.
+
+    Pure apart from the embedder; the stage and bench/chunk_quality.py both call it, so the
+    benchmark scores exactly what the nightly run writes.
+    """
+    groups = exchanges(messages)
+    if not groups:
+        return []
+    full = embedder.embed([render(g)[:EMBED_CHARS] for g in groups])
+    vectors = exchange_vectors(full, embedder.embed([g[0].text[:EMBED_CHARS] for g in groups]))
+    cuts = boundaries(vectors, [g[0].text if g[0].role == "user" else "" for g in groups],
+                      settings.boundary_similarity, settings.boundary_depth)
+    ranges = segment(vectors, [len(render(g)) for g in groups], cuts, settings.max_chunk_chars)
+    out = []
+    for start, end in ranges:
+        centroid = vectors[start:end].mean(axis=0)
+        out.append(([m for g in groups[start:end] for m in g], centroid / (np.linalg.norm(centroid) or 1.0)))
+    return out
 
 
 def chunk_conversation(ctx: StageContext, cid: str) -> int:
     """Chunk the not-yet-chunked tail of one conversation; returns the number of chunks."""
     done = ctx.ledger.chunked_message_ids(cid)
     fresh = [m for m in ctx.ledger.active_thread(cid) if m.native_id not in done]
-    groups = exchanges(fresh)
-    if not groups:
-        return 0
-    texts = [render(g)[:EMBED_CHARS] for g in groups]
-    vectors = ctx.embedder.embed(texts)
-    ranges = segment(vectors, [len(render(g)) for g in groups], ctx.settings.chunk.boundary_similarity,
-                     ctx.settings.chunk.max_chunk_chars)
-    for start, end in ranges:
-        msgs = [m for g in groups[start:end] for m in g]
-        ids = [m.native_id for m in msgs]
-        centroid = vectors[start:end].mean(axis=0)
-        centroid = centroid / (np.linalg.norm(centroid) or 1.0)
+    planned = plan_chunks(fresh, ctx.embedder, ctx.settings.chunk)
+    for msgs, centroid in planned:
         first_user = next((m.text for m in msgs if m.role == "user"), msgs[0].text)
-        ctx.ledger.add_chunk(chunk_id(cid, ids), cid, ids, label(first_user), render(msgs),
-                             centroid.astype(float).tolist(), ctx.run_id)
-    return len(ranges)
+        _save(ctx, cid, msgs, label(first_user), centroid)
+    return len(planned)
 
 
 def _save(ctx: StageContext, cid: str, msgs: list[MessageRow], name: str, vector: np.ndarray) -> None:
@@ -123,16 +113,16 @@ def _save(ctx: StageContext, cid: str, msgs: list[MessageRow], name: str, vector
     ctx.ledger.add_chunk(chunk_id(cid, ids), cid, ids, name, render(msgs), vector.astype(float).tolist(), ctx.run_id)
 
 
-def model_chunks(ctx: StageContext, cid: str, prompt: Prompt) -> tuple[list[tuple[list[MessageRow], str]] | None, str | None, list[str]]:
-    """Ask the model to segment the unchunked tail; returns (chunks, why it failed, repair notes)."""
-    done = ctx.ledger.chunked_message_ids(cid)
-    fresh = [m for g in exchanges([m for m in ctx.ledger.active_thread(cid) if m.native_id not in done]) for m in g]
-    if not fresh:
-        return [], None, []
-    conv = ctx.ledger.conversation(cid)
-    if conv is None:
-        raise LookupError(f"conversation {cid} has messages but no row in the ledger")
-    settings = ctx.settings.chunk
+ModelChunks = tuple[list[tuple[list[MessageRow], str]] | None, str | None, list[str]]
+
+
+def model_segments(engine: Engine, prompt: Prompt, settings: ChunkSettings, conv: ConversationRow,
+                   fresh: list[MessageRow], charge: Callable[[list[Completion]], None]) -> ModelChunks:
+    """Ask the model to segment ``fresh`` window by window; returns (chunks, why it failed, repair notes).
+
+    ``charge`` is told each call's completions (the stage's budget). Ledger-free, so
+    bench/chunk_quality.py scores the very parsing and repair the nightly run uses.
+    """
     date = conv.date
     out: list[tuple[list[MessageRow], str]] = []
     notes: list[str] = []
@@ -140,9 +130,9 @@ def model_chunks(ctx: StageContext, cid: str, prompt: Prompt) -> tuple[list[tupl
         text = prompt.render(title=conv.title or "untitled", source=conv.source,
                              date=date.strftime("%Y-%m-%d") if date else "undated",
                              first_id="m1", last_id=f"m{len(window)}", messages=show(window))
-        reply = structured(ctx.engine, prompt.system, text, ChunkReply, settings.max_output_tokens,
+        reply = structured(engine, prompt.system, text, ChunkReply, settings.max_output_tokens,
                            cache_prefix=prompt.system)
-        ctx.charge("chunk", reply.completions)
+        charge(reply.completions)
         if reply.value is None:
             return None, reply.reason, notes
         try:
@@ -158,6 +148,19 @@ def _label(ctx: StageContext, cid: str) -> str:
     """The conversation as log lines name it: short id and title."""
     row = ctx.ledger.conversation(cid)
     return conv_label(cid[:8], row.title if row else None)
+
+
+def model_chunks(ctx: StageContext, cid: str, prompt: Prompt) -> ModelChunks:
+    """Ask the model to segment the unchunked tail; returns (chunks, why it failed, repair notes)."""
+    done = ctx.ledger.chunked_message_ids(cid)
+    fresh = [m for g in exchanges([m for m in ctx.ledger.active_thread(cid) if m.native_id not in done]) for m in g]
+    if not fresh:
+        return [], None, []
+    conv = ctx.ledger.conversation(cid)
+    if conv is None:
+        raise LookupError(f"conversation {cid} has messages but no row in the ledger")
+    return model_segments(ctx.engine, prompt, ctx.settings.chunk, conv, fresh,
+                          lambda completions: ctx.charge("chunk", completions))
 
 
 def chunk_with_model(ctx: StageContext, cid: str, prompt: Prompt) -> tuple[int, str, str | None]:

@@ -36,3 +36,12 @@ def test_mark_low_value() -> None:
     assert [m.low_value for m in messages] == [True] * 6 + [False, False, False]
     custom = [Message(native_id="x", role="user", text="roger")]
     assert mark_low_value(custom, [r"roger"])[0].low_value
+
+
+def test_bare_slash_commands_are_low_value() -> None:
+    from memvault.noise import is_low_value
+
+    for text in ("/mode", "/model opus", "/clear", " /compact "):
+        assert is_low_value(text), text
+    for text in ("/review this PR and tell me what breaks", "use /mode to switch themes", "/etc/fstab has a typo?"):
+        assert not is_low_value(text), text

@@ -1,0 +1,88 @@
+"""No-model topic segmentation (tasks.chunk_segment, tasks.chunk.plan_chunks)."""
+
+import numpy as np
+
+from memvault.settings import ChunkSettings
+from stores.rows import MessageRow
+from tasks.chunk import plan_chunks
+from tasks.chunk_segment import boundaries, depth_scores, segment, shift_cue
+
+# Two topics in one domain (git), no phrase announcing the change: the old neighbour-cosine
+# rule (cut below 0.25) saw 0.28 at the change and kept one chunk.
+GIT_TWO_TOPICS = [
+    ("user", "I ran git stash, then switched branches, and now git stash list is empty. Are my changes gone?"),
+    ("assistant", "Probably not. A dropped or popped stash is still a commit in the object database until garbage "
+                  "collection runs. List dangling commits with `git fsck --no-reflog | grep commit` and look at each "
+                  "with `git show <sha>`; the stash commits have messages starting with \"WIP on\"."),
+    ("user", "Found it with fsck. How do I get it back?"),
+    ("assistant", "Apply it directly: `git stash apply <sha>`. If you want it back in the stash list first, "
+                  "`git stash store -m \"recovered\" <sha>`."),
+    ("user", "Applied, everything is back."),
+    ("assistant", "Good. To avoid this next time, name your stashes with `git stash push -m \"message\"` and prefer "
+                  "`git stash apply` over `pop` until you are sure the changes landed."),
+    ("user", "Our repo has the design system as a git submodule and after pulling, the submodule folder shows an old "
+             "commit. How do I update it?"),
+    ("assistant", "Run `git submodule update --init --recursive`, which checks out the commit the superproject records. "
+                  "If you want the newest commit of the submodule's branch instead, use `git submodule update --remote` "
+                  "and commit the new pointer in the superproject."),
+    ("user", "Can git pull do that automatically?"),
+    ("assistant", "Yes: `git config submodule.recurse true` makes pull, checkout and switch update submodules to the "
+                  "recorded commits."),
+]
+
+
+def _rows(pairs: list[tuple[str, str]]) -> list[MessageRow]:
+    return [MessageRow(native_id=f"m{i}", parent_native_id=None, seq=i, role=role, kind="text", text=text,
+                       timestamp=None, low_value=False) for i, (role, text) in enumerate(pairs)]
+
+
+def test_a_two_topic_conversation_is_split_where_the_topic_changes(embedder) -> None:
+    chunks = plan_chunks(_rows(GIT_TWO_TOPICS), embedder, ChunkSettings())
+    assert [[m.native_id for m in msgs] for msgs, _ in chunks] == [
+        [f"m{i}" for i in range(6)], [f"m{i}" for i in range(6, 10)]]
+    for _, centroid in chunks:
+        assert abs(float(np.linalg.norm(centroid)) - 1.0) < 1e-5
+
+
+def test_one_topic_stays_one_chunk(embedder) -> None:
+    assert len(plan_chunks(_rows(GIT_TWO_TOPICS[:6]), embedder, ChunkSettings())) == 1
+
+
+def test_depth_scores_by_hand() -> None:
+    # Gap 1 (0.3) climbs to 0.8 on the left and 0.7 on the right: 0.5 + 0.4.
+    # Gap 3 (0.6) climbs to 0.7 on the left, 0.9 on the right: 0.1 + 0.3. Peaks have depth 0.
+    assert np.allclose(depth_scores([0.8, 0.3, 0.7, 0.6, 0.9]), [0.0, 0.9, 0.0, 0.4, 0.0])
+
+
+def _vectors(rows: list[list[float]]) -> np.ndarray:
+    v = np.array(rows, dtype=np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_boundaries_cut_deep_valleys_and_announced_shifts() -> None:
+    a, b = [1.0, 0.1, 0.0], [0.1, 1.0, 0.0]
+    # Three exchanges on one topic, three on another: one cut, at exchange 3.
+    assert boundaries(_vectors([a, a, a, b, b, b]), ["q"] * 6, floor=0.2, depth=0.3) == {3}
+    # A moderate change (cosine ~0.3, above the floor, depth cuts off): no cut, unless the user
+    # announces a new topic; an announcement between near-identical exchanges does not cut.
+    close = _vectors([[1, 0.0, 0], [1, 0.05, 0], [0.3, 1, 0.3], [0.3, 1, 0.35]])
+    assert boundaries(close, ["q", "q", "q", "q"], floor=0.2, depth=2.0) == set()
+    assert boundaries(close, ["q", "q", "Unrelated: how do I boil an egg?", "q"], floor=0.2, depth=2.0) == {2}
+    assert boundaries(_vectors([a, a]), ["q", "Another question: the same thing again?"], floor=0.2, depth=2.0) == set()
+
+
+def test_shift_cues() -> None:
+    for text in ("Unrelated: how do I boil an egg?", "Another question about the NAS", "ok, switching to the budget app",
+                 "Different thing: the UPS beeped", "Quick one: cups to grams?", "Something else. My compost smells",
+                 "Also, while I'm here, cert-manager is stuck", "Last question for today: a timeline", "On to compose:"):
+        assert shift_cue(text), text
+    for text in ("How do I see what happened?", "Is there another way to do it?", "The last run failed",
+                 "Does it cache across branches?"):
+        assert not shift_cue(text), text
+
+
+def test_segment_respects_cuts_and_max_chars() -> None:
+    v = _vectors([[1, 0, 0]] * 5)
+    assert segment(v, [10] * 5, {2}, 1000) == [(0, 2), (2, 5)]
+    assert segment(v, [10] * 5, set(), 25) == [(0, 2), (2, 4), (4, 5)]
+    assert segment(v[:0], [], set(), 25) == []
