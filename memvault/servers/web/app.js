@@ -29,7 +29,7 @@ async function api(path) {
 }
 
 function show(...nodes) {
-  main.replaceChildren(...nodes);
+  main.replaceChildren(...nodes.filter((node) => node !== null && node !== undefined));
   window.scrollTo(0, 0);
 }
 
@@ -59,8 +59,12 @@ async function article(stem) {
   show(body, el("p", { class: "muted" }, a.path));
 }
 
+const LIST_LIMIT = 500;
+
 async function conversations() {
-  const list = await api("/conversations?limit=500");
+  const list = await api(`/conversations?limit=${LIST_LIMIT + 1}`);
+  const cut = list.length > LIST_LIMIT;
+  if (cut) list.length = LIST_LIMIT;
   const rows = list.map((c) => el("tr", {},
     el("td", {}, el("a", { href: `#/c/${c.short_id}` }, c.ref)),
     el("td", {}, day(c.date)), el("td", {}, c.source), el("td", {}, c.project || ""),
@@ -69,7 +73,8 @@ async function conversations() {
     rows.length ? el("table", { id: "conversations" },
       el("thead", {}, el("tr", {}, ...["id", "date", "source", "project", "messages", "title"].map((h) => el("th", {}, h)))),
       el("tbody", {}, ...rows))
-      : el("p", { class: "muted" }, "No conversations yet — `memvault ingest PATH` reads transcripts."));
+      : el("p", { class: "muted" }, "No conversations yet — `memvault ingest PATH` reads transcripts."),
+    cut ? el("p", { class: "muted" }, `The newest ${LIST_LIMIT} are shown; \`memvault conversations\` filters all of them.`) : null);
 }
 
 function message(m) {
