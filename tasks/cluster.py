@@ -26,7 +26,6 @@ any point resumes to the same buckets. Failpoint `cluster:<n>` fires after the n
 import logging
 from dataclasses import dataclass, field
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -39,6 +38,7 @@ from memvault.noise import is_low_content
 from memvault.prompts import Prompt, load_prompt
 from stores.meta import BucketsPage, bucket_key
 from tasks.cluster_model import ClusterReply, decide, show_buckets, show_chunks
+from tasks.cluster_projects import apart_matrix, other_project
 from tasks.context import ModelStageResult, StageContext
 from tasks.text import keywords, surface_form
 
@@ -84,30 +84,6 @@ class ModelAnswers:
     fallback_chunks: Pending = field(default_factory=list)
     unasked: int = 0
     stopped: str | None = None
-
-
-def related(a: str, b: str) -> bool:
-    """Same project: one folder, or one inside the other (a session started in a subfolder)."""
-    a, b = a.rstrip("/"), b.rstrip("/")
-    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
-
-
-def other_project(project: str | None, bucket_projects: Iterable[str]) -> bool:
-    """True when a chunk of ``project`` meets a bucket whose chunks all come from other projects."""
-    known = list(bucket_projects)
-    return project is not None and bool(known) and not any(related(project, p) for p in known)
-
-
-def apart_matrix(projects: list[str | None]) -> np.ndarray:
-    """1 where two chunks come from different known projects, else 0."""
-    n = len(projects)
-    out = np.zeros((n, n), dtype=np.float32)
-    for i in range(n):
-        for j in range(i + 1, n):
-            other = projects[j]
-            if other is not None and other_project(projects[i], [other]):
-                out[i, j] = out[j, i] = 1.0
-    return out
 
 
 def agglomerate(vectors: np.ndarray, threshold: float, penalty: np.ndarray | None = None) -> list[list[int]]:
@@ -161,7 +137,7 @@ class ClusterPass:
         self.created: dict[str, str] = {}
         self.projects: dict[str, Counter[str]] = {n: Counter(d) for n, d in self.ledger.bucket_projects().items()}
         self._conversation_projects: dict[str, str | None] = {}
-        self.kept_apart = 0
+        self.kept_apart: set[str] = set()  # chunk ids (a chunk may be matched twice in one pass)
         self.low_content = 0
 
     def project(self, chunk_id: str) -> str | None:
@@ -219,7 +195,7 @@ class ClusterPass:
             best = None
         closest = max(raw, key=lambda n: raw[n], default=None)
         if closest is not None and closest != best and raw[closest] >= settings.assign_similarity:
-            self.kept_apart += 1
+            self.kept_apart.add(chunk_id)
             log.info("chunk %s kept out of %s, another project's bucket (%.2f, margin %.2f)", chunk_id[:8],
                      closest, raw[closest], settings.project_margin)
         if best is None:
@@ -265,14 +241,8 @@ def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, st
     thin = [c for c in leftovers if is_low_content(infos_all[c[0]].text)]
     run.low_content += len(thin)
     founders = [c for c in leftovers if not is_low_content(infos_all[c[0]].text)]
-    if len(founders) < settings.min_support:
-        waiting = leftovers
-        if run.centroids and thin:
-            with ledger.transaction():
-                waiting = founders + [c for c in thin if not run.nearest(*c)]
-            if len(waiting) < len(leftovers):
-                run.committed()
-        return len(pending) - len(waiting), len(waiting), None
+    if len(founders) < settings.min_support:  # (the thin ones already tried every bucket above)
+        return len(pending) - len(leftovers), len(leftovers), None
     leftovers = founders + thin  # founders first: group indices below refer to them
     vecs = np.stack([v for _, v in founders])
     infos = [infos_all[cid] for cid, _ in founders]
@@ -423,7 +393,7 @@ def run_cluster(ctx: StageContext) -> ClusterResult:
         result = ClusterResult(chunks=len(pending), assigned=assigned, waiting=waiting)
     result.buckets_new = len(run.created)
     result.stopped = stopped or None
-    result.kept_apart, result.low_content = run.kept_apart or None, run.low_content or None
+    result.kept_apart, result.low_content = len(run.kept_apart) or None, run.low_content or None
     for name, value in ctx.stage_cost("cluster").items():
         setattr(result, name, value)
     ctx.units_done["cluster"] = result.assigned

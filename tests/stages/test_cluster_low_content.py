@@ -4,7 +4,8 @@ from typing import Any
 
 from memvault.engines.none import NoneEngine
 from memvault.noise import discussion_words, is_low_content
-from tasks.cluster import apart_matrix, other_project, related, run_cluster
+from tasks.cluster import run_cluster
+from tasks.cluster_projects import apart_matrix, other_project, related
 
 THIN = [
     "user: [image: file_00000000aaaa (IMG_2231.jpeg)]",
