@@ -26,14 +26,16 @@ MEMVAULT_SELF_CALL_SENTINEL = "<!-- memvault:self -->"
 _INJECTED_BLOCKS = re.compile(
     r"<(memory-recall|memvault-index)(?:\s[^>]*)?>.*?</\1>\s*", re.DOTALL | re.IGNORECASE
 )
+# A bare slash command (`/mode`, `/model opus`, `/clear`) drives the assistant's UI; it says
+# nothing about a topic, so it must neither open a chunk nor name one.
+BARE_COMMAND = r"/[a-z][\w:-]*(?:\s+[\w.:/@-]+){0,2}"
+_BARE_COMMAND = re.compile(BARE_COMMAND)
 # Whole-message acknowledgements (compared after lower-casing and trimming punctuation).
 DEFAULT_LOW_VALUE_PATTERNS: list[str] = [
     r"(?:ok(?:ay)?|k|thanks?|thank you|thx|ty|cool|great|nice|perfect|got it|sounds good"
     r"|lgtm|done|continue|go ahead|go on)(?:\s+(?:so much|very much|a lot|again))?",
     r"(?:👍|🙏|🙂|😊|👌|✅|❤️)+",
-    # A bare slash command (`/mode`, `/model opus`, `/clear`) drives the assistant's UI; it
-    # says nothing about a topic, so it must neither open a chunk nor name one.
-    r"/[a-z][\w:-]*(?:\s+[\w.:/@-]+){0,2}",
+    BARE_COMMAND,
 ]
 _TRIM = " \t\r\n.!?,;:~"
 
@@ -86,3 +88,43 @@ def mark_low_value(messages: list[Message], patterns: list[str] | None = None) -
         elif not message.text.strip():
             message.low_value = True
     return messages
+
+
+# Text that is not discussion: attachment placeholders as the parsers write them, and lines
+# of git or build tool output pasted or echoed into a conversation.
+_PLACEHOLDER = re.compile(r"\[(?:image|file|attachment|audio|video|pdf)\b[^\]]*\]", re.IGNORECASE)
+_TOOL_OUTPUT = re.compile(
+    r"\s*(?:(?:create|delete) mode \d{6} |\d+ files? changed|\[[\w./-]+ [0-9a-f]{7,40}\]|rename .+ \(\d+%\)$"
+    r"|(?:Compiling|Finished|Running|Downloading|Downloaded|Installing|Collecting|Building|Updating|Locking)\s"
+    r"|npm (?:WARN|ERR!|notice)|added \d+ packages?|To \S+\.git|remote: |Enumerating objects|Counting objects"
+    r"|Compressing objects|Writing objects|Total \d+ |[0-9a-f]{7,40}\.\.[0-9a-f]{7,40} |\* \[new (?:tag|branch)\]"
+    r"|On branch |Your branch is |nothing to commit|Changes (?:not staged|to be committed)|\s*modified: |\s*new file: )")
+_ROLE_LINE = re.compile(r"(user|assistant|tool|system|attachment|summary): ?(.*)", re.DOTALL)
+_PROSE_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+LOW_CONTENT_WORDS = 12  # fewer words of discussion than this, and a chunk is not a topic
+
+
+def discussion_words(text: str) -> int:
+    """Words a person or the assistant wrote in a rendered chunk (``role: text`` lines).
+
+    Tool results, attachment placeholders, bare slash commands and lines of git or build
+    output do not count: they are what a conversation handled, not what it said.
+    """
+    role, count = "user", 0
+    for line in text.splitlines():
+        m = _ROLE_LINE.match(line)
+        if m:
+            role, line = m.group(1), m.group(2)
+        if role not in ("user", "assistant"):
+            continue
+        line = _PLACEHOLDER.sub(" ", line)
+        if not line.strip() or _TOOL_OUTPUT.match(line) or _BARE_COMMAND.fullmatch(line.strip().lower()):
+            continue
+        count += len(_PROSE_WORD.findall(line))
+    return count
+
+
+def is_low_content(text: str, min_words: int = LOW_CONTENT_WORDS) -> bool:
+    """True for a chunk that says too little to found an article topic: an image
+    placeholder, a greeting, a bare command, git or build output without discussion."""
+    return discussion_words(text) < min_words

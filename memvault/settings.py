@@ -80,6 +80,10 @@ class ClusterSettings(Section):
 
     assign_similarity: float = Field(default=0.45, ge=0, le=1, description="Cosine to a bucket centroid needed to join it")
     group_similarity: float = Field(default=0.40, ge=0, le=1, description="Cosine linking leftover chunks into a new bucket")
+    project_margin: float = Field(
+        default=0.15, ge=0, le=1,
+        description="Extra cosine a chunk needs to join a bucket of only other projects' chunks, or to group with another project's chunk",
+    )
     min_support: int = Field(default=2, ge=1, description="Chunks needed before a proposed bucket is created")
     batch_size: int = Field(default=4, ge=1, description="Model path: chunks classified per model call")
     chunk_prompt_chars: int = Field(default=1_500, ge=1, description="Model path: characters of each chunk shown to the model")

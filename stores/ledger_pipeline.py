@@ -47,6 +47,16 @@ class PipelineMixin(LedgerBase):
             params.append(_naive(since))
         return [(r[0], r[1]) for r in self.con.execute(sql + " ORDER BY c.created_at, c.id", params).fetchall()]
 
+    def bucket_projects(self) -> dict[str, dict[str, int]]:
+        """Per bucket, how many of its chunks come from each project (conversations without one left out)."""
+        out: dict[str, dict[str, int]] = {}
+        for bucket, project, n in self.con.execute(
+                "SELECT cb.bucket, v.project, count(*) FROM chunk_buckets cb JOIN chunks c ON c.id = cb.chunk_id "
+                "JOIN conversations v ON v.id = c.conversation_id WHERE v.project IS NOT NULL AND v.project <> '' "
+                "GROUP BY cb.bucket, v.project").fetchall():
+            out.setdefault(bucket, {})[project] = n
+        return out
+
     def buckets(self, include_forgotten: bool = False) -> list[BucketRow]:
         sql = "SELECT name, description, centroid, size, forgotten FROM buckets"
         if not include_forgotten:

@@ -2,7 +2,15 @@
 
 No-model path: a chunk joins the nearest bucket centroid above a threshold; leftovers are
 grouped by average-link agglomeration, and a group with enough support becomes a new bucket,
-named by its most distinctive terms and appended to Meta/Buckets.md. Buckets a person adds
+named by its most distinctive terms and appended to Meta/Buckets.md.
+
+Projects stay apart: a conversation's project (the folder a coding agent ran in) is evidence
+too. A chunk joins a bucket whose chunks all come from other projects, and two chunks of
+different projects group together, only when their similarity clears the threshold by
+`project_margin` as well. Chunks of conversations without a project (chat exports) are
+judged on text alone. Low-content chunks (an image placeholder, a greeting, a bare command,
+git or build output without discussion) never found or co-found a bucket; they may still
+join one, and the report counts them. Buckets a person adds
 to Meta/Buckets.md by hand are honoured (their centroid comes from their name and text).
 
 Model path (tasks.cluster_model): batches of chunks go to the model with the bucket list; a
@@ -17,6 +25,7 @@ any point resumes to the same buckets. Failpoint `cluster:<n>` fires after the n
 
 import logging
 from dataclasses import dataclass, field
+from collections import Counter
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,9 +35,11 @@ from prefect.cache_policies import NONE
 from memvault.engines import structured
 from memvault.failpoints import failpoint
 from memvault.logs import conv_label
+from memvault.noise import is_low_content
 from memvault.prompts import Prompt, load_prompt
 from stores.meta import BucketsPage, bucket_key
 from tasks.cluster_model import ClusterReply, decide, show_buckets, show_chunks
+from tasks.cluster_projects import apart_matrix, other_project
 from tasks.context import ModelStageResult, StageContext
 from tasks.text import keywords, surface_form
 
@@ -41,7 +52,8 @@ class ClusterResult(ModelStageResult):
     """What cluster did: chunks seen, assigned and left waiting, buckets made."""
 
     omit_when_none: ClassVar[frozenset[str]] = frozenset(
-        {"model", "proposed", "fallbacks", "fallback", "unasked", "prompt_hash", "fallback_assigned", "stopped"})
+        {"model", "proposed", "fallbacks", "fallback", "unasked", "prompt_hash", "fallback_assigned", "stopped",
+         "kept_apart", "low_content"})
     chunks: int = 0
     assigned: int = 0
     waiting: int = 0
@@ -57,6 +69,10 @@ class ClusterResult(ModelStageResult):
     prompt_hash: str | None = None
     fallback_assigned: int | None = None
     stopped: str | None = None  # why the budget stopped the stage early
+    # Chunks that would have joined another project's bucket but were held to the margin, and
+    # leftovers too low in content to found a bucket (both only when there are any).
+    kept_apart: int | None = None
+    low_content: int | None = None
 
 
 @dataclass
@@ -71,10 +87,15 @@ class ModelAnswers:
     stopped: str | None = None
 
 
-def agglomerate(vectors: np.ndarray, threshold: float) -> list[list[int]]:
-    """Average-link agglomerative clustering on unit vectors; stop below ``threshold``."""
+def agglomerate(vectors: np.ndarray, threshold: float, penalty: np.ndarray | None = None) -> list[list[int]]:
+    """Average-link agglomerative clustering on unit vectors; stop below ``threshold``.
+
+    ``penalty`` (n × n) is subtracted from the pairwise similarities first: the project margin.
+    """
     groups = [[i] for i in range(len(vectors))]
     sims = vectors @ vectors.T if len(vectors) else np.zeros((0, 0))
+    if penalty is not None and len(vectors):
+        sims = sims - penalty
     while len(groups) > 1:
         best, pair = threshold, None
         for a in range(len(groups)):
@@ -115,6 +136,18 @@ class ClusterPass:
         self.descriptions: dict[str, str] = {n: b.description for n, b in rows.items()}
         self.batches = 0
         self.created: dict[str, str] = {}
+        self.projects: dict[str, Counter[str]] = {n: Counter(d) for n, d in self.ledger.bucket_projects().items()}
+        self._conversation_projects: dict[str, str | None] = {}
+        self.kept_apart: set[str] = set()  # chunk ids (a chunk may be matched twice in one pass)
+        self.low_content = 0
+
+    def project(self, chunk_id: str) -> str | None:
+        """The project of the chunk's conversation (None for chat exports and unknown folders)."""
+        cid = self.ledger.chunk(chunk_id).conversation_id
+        if cid not in self._conversation_projects:
+            conv = self.ledger.conversation(cid)
+            self._conversation_projects[cid] = (conv.project or None) if conv else None
+        return self._conversation_projects[cid]
 
     def committed(self) -> None:
         """A batch is in the ledger: write journaled Buckets.md additions, then the failpoint."""
@@ -125,6 +158,7 @@ class ClusterPass:
     def join(self, chunk_id: str, bucket: str, v: np.ndarray, score: float) -> None:
         """Assign a chunk to ``bucket`` and move the bucket's centroid towards it."""
         self.ledger.assign(chunk_id, bucket, score, self.ctx.run_id)
+        self.count_project(chunk_id, bucket)
         if bucket in self.centroids:
             self.centroids[bucket] = _unit(self.centroids[bucket] * self.sizes[bucket] + v)
         else:
@@ -142,11 +176,30 @@ class ClusterPass:
         self.created[name] = desc
         return centroid
 
+    def count_project(self, chunk_id: str, bucket: str) -> None:
+        project = self.project(chunk_id)
+        if project:
+            self.projects.setdefault(bucket, Counter())[project] += 1
+
     def nearest(self, chunk_id: str, v: np.ndarray) -> bool:
-        """Join the nearest bucket when it is similar enough; False leaves the chunk waiting."""
-        scores = {n: float(c @ v) for n, c in self.centroids.items()}
+        """Join the nearest bucket when it is similar enough; False leaves the chunk waiting.
+
+        A bucket holding only other projects' chunks must clear the threshold by the project margin.
+        """
+        settings = self.ctx.settings.cluster
+        project = self.project(chunk_id)
+        raw = {n: float(c @ v) for n, c in self.centroids.items()}
+        scores = {n: s - (settings.project_margin if other_project(project, self.projects.get(n, ())) else 0.0)
+                  for n, s in raw.items()}
         best = max(scores, key=lambda n: scores[n], default=None)
-        if best is None or scores[best] < self.ctx.settings.cluster.assign_similarity:
+        if best is not None and scores[best] < settings.assign_similarity:
+            best = None
+        closest = max(raw, key=lambda n: raw[n], default=None)
+        if closest is not None and closest != best and raw[closest] >= settings.assign_similarity:
+            self.kept_apart.add(chunk_id)
+            log.info("chunk %s kept out of %s, another project's bucket (%.2f, margin %.2f)", chunk_id[:8],
+                     closest, raw[closest], settings.project_margin)
+        if best is None:
             return False
         self.join(chunk_id, best, v, scores[best])
         if log.isEnabledFor(logging.INFO):  # the conversation's title costs a ledger read
@@ -171,6 +224,8 @@ def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, st
 
     Long because it is one crash-safe sequence: nearest bucket per chunk (a transaction each),
     then the leftovers grouped into new buckets and re-matched in one more transaction.
+    Low-content leftovers take no part in grouping (counted in ``run.low_content``) but may
+    join a bucket afterwards.
     """
     ctx, ledger, settings = run.ctx, run.ledger, run.ctx.settings.cluster
     leftovers: Pending = []
@@ -186,18 +241,24 @@ def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, st
             run.committed()
         else:
             leftovers.append((chunk_id, v))
-    if len(leftovers) < settings.min_support:
+    infos_all = {cid: ledger.chunk(cid) for cid, _ in leftovers}
+    thin = [c for c in leftovers if is_low_content(infos_all[c[0]].text)]
+    run.low_content += len(thin)
+    founders = [c for c in leftovers if not is_low_content(infos_all[c[0]].text)]
+    if len(founders) < settings.min_support:  # (the thin ones already tried every bucket above)
         return len(pending) - len(leftovers), len(leftovers), None
-    vecs = np.stack([v for _, v in leftovers])
-    infos = [ledger.chunk(cid) for cid, _ in leftovers]
+    leftovers = founders + thin  # founders first: group indices below refer to them
+    vecs = np.stack([v for _, v in founders])
+    infos = [infos_all[cid] for cid, _ in founders]
     texts = [c.text for c in infos]
+    penalty = apart_matrix([run.project(cid) for cid, _ in founders]) * settings.project_margin
     background = texts + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
     taken = {n.casefold() for n in run.centroids} | {n.casefold() for n in run.descriptions} | \
         {p.stem.replace("_", " ").casefold() for p in ctx.vault.list_articles()} | ledger.taken_bucket_names()
     grouped: set[int] = set()
     # New buckets, their members and the chunks that then fit them: one batch, one transaction.
     with ledger.transaction():
-        for group in agglomerate(vecs, settings.group_similarity):
+        for group in agglomerate(vecs, settings.group_similarity, penalty):
             if len(group) < settings.min_support:
                 continue
             group_texts = [texts[i] for i in group]
@@ -210,6 +271,7 @@ def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, st
             for i in group:
                 cid, v = leftovers[i]
                 ledger.assign(cid, name, float(v @ centroid), ctx.run_id)
+                run.count_project(cid, name)
             run.sizes[name] = len(group)
             ledger.upsert_bucket(name, desc, centroid.astype(float).tolist(), len(group))
             grouped |= set(group)
@@ -335,6 +397,7 @@ def run_cluster(ctx: StageContext) -> ClusterResult:
         result = ClusterResult(chunks=len(pending), assigned=assigned, waiting=waiting)
     result.buckets_new = len(run.created)
     result.stopped = stopped or None
+    result.kept_apart, result.low_content = len(run.kept_apart) or None, run.low_content or None
     for name, value in ctx.stage_cost("cluster").items():
         setattr(result, name, value)
     ctx.units_done["cluster"] = result.assigned

@@ -4,6 +4,8 @@ import math
 import re
 from collections import Counter
 
+from memvault.noise import is_low_value
+
 # The embedding model reads at most 256 word pieces (~1,000-1,500 characters of prose) and
 # truncates the rest, so text past 2,000 characters never changes a vector: cutting it first
 # keeps the tokenizer from working through long messages and pasted logs for nothing.
@@ -69,7 +71,9 @@ def surface_form(word: str, docs: list[str]) -> str:
 
 
 def label(text: str, limit: int = 80) -> str:
-    """A one-line label: the first sentence of ``text``, cut at a word boundary."""
+    """A one-line label: the first sentence of ``text`` that is not a bare acknowledgement
+    ("Thanks. What about retention?" is labelled by its question), cut at a word boundary."""
     flat = " ".join(text.split())
-    first = (sentences(flat) or [flat])[0]
+    found = sentences(flat) or [flat]
+    first = next((s for s in found if not is_low_value(s)), found[0])
     return first if len(first) <= limit else first[: limit - 1].rsplit(" ", 1)[0] + "…"

@@ -86,3 +86,10 @@ def test_segment_respects_cuts_and_max_chars() -> None:
     assert segment(v, [10] * 5, {2}, 1000) == [(0, 2), (2, 5)]
     assert segment(v, [10] * 5, set(), 25) == [(0, 2), (2, 4), (4, 5)]
     assert segment(v[:0], [], set(), 25) == []
+
+
+def test_a_chunk_label_skips_a_leading_acknowledgement() -> None:
+    from tasks.text import label
+
+    assert label("Thanks. What about retention for the backups?") == "What about retention for the backups?"
+    assert label("Thanks!") == "Thanks!"  # nothing better to say
