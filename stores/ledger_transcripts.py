@@ -67,15 +67,32 @@ class TranscriptsMixin(LedgerBase):
         keys = ("memory_limit", "preserve_insertion_order", "checkpoint_threshold")
         before = {k: self._scalar(f"SELECT current_setting('{k}')") for k in keys}
         self.con.execute(f"SET memory_limit = '{memory_limit}'")
+        self._bulk_cap = self._bulk_limit = _bytes(memory_limit)
         self.con.execute("SET preserve_insertion_order = false")
         # Fewer, larger checkpoints: each one recompresses the table's last row group.
         self.con.execute("SET checkpoint_threshold = '64MB'")
         try:
             yield
         finally:
+            self._bulk_cap = self._bulk_limit = 0
             if self.con is not None:
                 for k, v in before.items():
                     self.con.execute(f"SET {k} = '{v}'")
+
+    _bulk_cap = _bulk_limit = 0  # bytes: bulk_load's cap, and the limit in force (0: not bulk loading)
+
+    def _fit_indexes(self) -> None:
+        """Keep bulk_load's cap above the primary-key indexes: DuckDB cannot spill an ART index,
+        so a fixed cap fails every insert once the ledger is big enough (measured: ~60 bytes a
+        message; a 64 MB cap failed a 1 GB export near 700k messages). The cap is raised to the
+        indexes' size plus the original cap, so working memory stays what it was."""
+        if not self._bulk_cap:
+            return
+        art = int(self._scalar("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() "
+                               "WHERE tag = 'ART_INDEX'"))
+        if art + self._bulk_cap > self._bulk_limit:
+            self._bulk_limit = art * 2 + self._bulk_cap  # room to grow before the next check
+            self.con.execute(f"SET memory_limit = '{self._bulk_limit // 2**20}MB'")
 
     # -- conversations and messages ---------------------------------------------------------
     def upsert_conversations(self, convs: Sequence[Conversation]) -> list[tuple[bool, int, int]]:
@@ -92,6 +109,8 @@ class TranscriptsMixin(LedgerBase):
         if not convs:
             return []
         import pyarrow as pa  # not before: a no-change run stores nothing and need not load it
+
+        self._fit_indexes()
 
         now = _now()
         ids = [c.id for c in convs]
@@ -293,3 +312,9 @@ class TranscriptsMixin(LedgerBase):
         """Every file's watermark without its parser state (one query; `watermark` has the state)."""
         rows = self.con.execute("SELECT path, kind, size, mtime, prefix_hash, byte_offset FROM sources").fetchall()
         return {r[0]: Watermark(kind=r[1], size=r[2], mtime=r[3], prefix_hash=r[4], byte_offset=r[5]) for r in rows}
+
+
+def _bytes(size: str) -> int:
+    """``"64MB"`` → bytes (the units bulk_load is given: KB, MB, GB)."""
+    units = {"KB": 2**10, "MB": 2**20, "GB": 2**30}
+    return int(float(size[:-2]) * units[size[-2:].upper()])

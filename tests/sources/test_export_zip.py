@@ -216,3 +216,21 @@ def test_a_damaged_or_cut_zip_is_reported_never_raised(env, tmp_path: Path) -> N
         assert "re-download the ChatGPT export" in result.errors[-1].error
     ingested = run_ingest(ledger, settings, [("chatgpt", tmp_path / "src")])
     assert {Path(e.file).name for e in ingested.errors} == {"damaged.zip", "cut.zip"}
+
+
+def test_a_ledger_whose_indexes_outgrow_the_bulk_cap_still_ingests(env) -> None:
+    # DuckDB cannot spill its primary-key (ART) indexes: under a fixed cap, a big enough ledger
+    # failed every insert (a 1 GB export died near 700k messages under 64 MB). A small cap
+    # stands in for the big ledger here.
+    from memvault.models import Conversation, Message
+
+    ledger, _ = env
+    convs = [Conversation(source="chatgpt", native_id=f"c{n}", messages=[
+        Message(native_id=f"c{n}-m{i}", role="user", text="tide") for i in range(400)]) for n in range(400)]
+    with ledger.bulk_load(memory_limit="8MB"):
+        for start in range(0, len(convs), 10):
+            with ledger.transaction():
+                ledger.upsert_conversations(convs[start:start + 10])
+        raised = ledger.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert ledger.counts().messages == 160_000
+    assert raised != "8.0 MiB"  # the cap grew with the indexes
