@@ -64,7 +64,8 @@ def test_read_commands_on_the_demo_home(demo_runs) -> None:
     assert {"id", "title", "path", "kind", "score"} <= set(search["hits"][0])
     title = articles[0]["title"]
     text = invoke("--home", home, "read", title).output
-    assert text.startswith(f"# {title}")
+    # The article as stored: front matter (aliases for Obsidian), then its title.
+    assert text.startswith("---\naliases:\n") and f"\n---\n# {title}\n" in text
     assert invoke("--home", home, "read", title.replace(" ", "_").lower()).output == text
     missing = invoke("--home", home, "read", "No Such Article")
     assert missing.exit_code == 1 and "memvault articles" in missing.output

@@ -108,7 +108,7 @@ def test_fix_then_lint_leaves_only_what_needs_a_person(home: Path) -> None:
     # Orphans gone (no footnote is left, so no References either); the extra H1 demoted.
     assert "[^" not in planted and "## Second Title" in planted and "## References" not in planted
     talk = (home / "Talk" / "Planted.md").read_text()
-    assert "dropped citation marker [^9]" in talk and "(run lint-" in talk
+    assert "dropped citation marker `[^9]`" in talk and "(run lint-" in talk
     assert "conv:11111111" in talk and "conv:22222222" in talk
     again = cli("--home", str(home), "lint", "--fix", "--json")
     assert again.exit_code == 0 and json.loads(again.output)["commit"] is None

@@ -53,7 +53,7 @@ def test_http_api_answers_like_the_other_doors(doors_home, spawn, tmp_path) -> N
         articles = client.get("/articles").json()
         assert articles and {"title", "path", "words"} <= set(articles[0])
         title = urllib.parse.quote(articles[0]["title"])
-        assert client.get(f"/articles/{title}").json()["text"].startswith("# ")
+        assert "\n---\n# " in client.get(f"/articles/{title}").json()["text"]  # front matter, then the title
         toc = client.get(f"/articles/{title}/toc").json()
         assert toc and client.get(f"/articles/{title}/links").json().keys() >= {"in", "out"}
         section = urllib.parse.quote(toc[0]["title"])
