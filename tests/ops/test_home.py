@@ -8,8 +8,9 @@ from memvault.ops.home import init_home
 
 
 def tree(root: Path) -> dict[str, bytes]:
+    # Not .memvault/: the writer lock's note there says when the last writer started.
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
-            if p.is_file() and ".git" not in p.relative_to(root).parts}
+            if p.is_file() and not {".git", ".memvault"} & set(p.relative_to(root).parts)}
 
 
 def test_init_creates_the_vault_layout_and_one_commit(tmp_path: Path) -> None:
