@@ -15,7 +15,7 @@ from memvault.markdown.footnotes import check_bijection
 from memvault.markdown.wikilinks import build_known, find_links
 from stores.rows import ChunkRow
 from tasks.normalize import normalize_text
-from tasks.synthesize import chunk_terms, compose_article, extract
+from tasks.synthesize_extractive import chunk_terms, compose_article, extract
 from tasks.wikify import clean_text
 
 TITLE = "Home Lab Backups"

@@ -7,7 +7,7 @@ from datetime import datetime
 from memvault.titles import HEADING_CHARS, discussion, section_heading, topic_title
 from stores.rows import ChunkRow
 from tasks.cluster import name_group
-from tasks.synthesize import compose_article
+from tasks.synthesize_extractive import compose_article
 
 BACKUPS = [
     "user: /mode color\nassistant: Mode set to color.\nuser: I want nightly pgBackRest backups of Postgres to the "
