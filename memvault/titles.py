@@ -150,7 +150,8 @@ def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | 
     weight: "Dutch Oven Baking" says more than "Oven".
     """
     docs = [discussion(t) for t in texts]
-    named = [" ".join(_WORD.findall(_CUT.sub(" , ", t))) for t in titles or [] if t and not _SLASH_COMMAND_LINE.match(t)]
+    # Punctuation stays: "tidepool: cache NOAA station data" must not yield "tidepool cache NOAA".
+    named = [" ".join(_CUT.sub(" , ", t).split()) for t in titles or [] if t and not _SLASH_COMMAND_LINE.match(t)]
     cands = {p.casefold(): (rank, p) for rank, p in enumerate(_candidates("\n\n".join(d for d in docs if d), top))}
     for rank, p in enumerate(_candidates(" . ".join(named), 15)):
         cands.setdefault(p.casefold(), (rank, p))
@@ -200,6 +201,24 @@ def _spelling(phrase: str, texts: list[str]) -> str:
     # A spelling with capitals is a name (`pgBackRest`); all-lowercase is how commands write it.
     named = [f for f, _ in forms.most_common() if any(c.isupper() for c in f) and not f.isupper()]
     return named[0] if named else forms.most_common(1)[0][0]
+
+
+def distinct_phrases(phrases: list[str], n: int, exclude: str = "") -> list[str]:
+    """The first ``n`` of ``phrases`` that add words: none whose words (plural or not) are all in
+    ``exclude`` or in a phrase already picked ("backups" after "full backup")."""
+    def stems(text: str) -> set[str]:
+        return {w.rstrip("s") for w in _tokens(text) if w not in _STOP}
+
+    seen = stems(exclude)
+    out = []
+    for phrase in phrases:
+        words = stems(phrase)
+        if words and not words <= seen:
+            out.append(phrase)
+            seen |= words
+        if len(out) == n:
+            break
+    return out
 
 
 def title_case(phrase: str) -> str:

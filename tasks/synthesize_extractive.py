@@ -15,7 +15,7 @@ from memvault.ids import conv_ref
 from memvault.markdown.artefacts import is_chatter
 from memvault.markdown.footnotes import renumber
 from memvault.markdown.verbatim import escape
-from memvault.titles import ranked_phrases, section_heading
+from memvault.titles import distinct_phrases, ranked_phrases, section_heading
 from stores.rows import ChunkRow
 from tasks.text import keywords, sentences, words
 
@@ -107,7 +107,7 @@ def compose_article(previous: str | None, title: str, chunks: list[ChunkRow], ba
     texts = [c.text for c in chunks]
     titles = [c.conversation_title or "" for c in chunks]
     terms = chunk_terms(chunks, background)
-    lead_terms = [p for p in ranked_phrases(texts, background, titles)[:4] if p.casefold() != title.casefold()][:3]
+    lead_terms = distinct_phrases(ranked_phrases(texts, background, titles), 3, exclude=title)
     text = previous or new_article(title, lead_terms, chunks)
     # Headings already in the article, dates aside: a new section never repeats one.
     taken = {re.sub(r"\s*\(\d{4}-\d\d-\d\d\)$|\s*\(undated\)$", "", h).casefold()
