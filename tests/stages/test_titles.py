@@ -4,6 +4,7 @@ characters with the date, never a cut first sentence."""
 
 from datetime import datetime
 
+from memvault.markdown.tree import article_nodes, path_segment
 from memvault.titles import HEADING_CHARS, discussion, section_heading, topic_title
 from stores.rows import ChunkRow
 from tasks.cluster import name_group
@@ -79,3 +80,7 @@ def test_the_article_has_a_title_phrase_and_short_dated_headings() -> None:
     assert len(headings) == 3 and len(set(headings)) == 3
     for n, h in enumerate(headings):
         assert len(h) <= HEADING_CHARS and h.endswith(f"(2026-09-{8 + n:02d})") and "…" not in h
+    # Node paths carry whole headings, dates included (never `…_(20`).
+    sections = [n.path.rsplit("/", 1)[-1] for n in article_nodes("Synology_NAS", article) if n.path.count("/") == 2 and "#" not in n.path]
+    assert sorted(s for s in sections if s != "References") == sorted(path_segment(h) for h in headings)
+    assert all(s.endswith(")") for s in sections if s != "References")
