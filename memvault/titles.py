@@ -163,6 +163,7 @@ def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | 
     title_words = [set(_tokens(t)) for t in named]
     low_titles = [t.casefold() for t in named]
     scored = []
+    coverage: dict[str, float] = {}  # share of chunks or titles that use the phrase as such
     for key, (rank, phrase) in cands.items():
         content = [t for t in _tokens(phrase) if t not in _STOP]
         as_phrase = sum(_has_phrase(key, d) for d in lowered) / max(len(docs), 1)
@@ -178,14 +179,15 @@ def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | 
         score = ((0.2 + 0.6 * as_phrase + 0.4 * as_words) * idf * (1 + 1.5 * in_titles + 0.5 * words_in_titles)
                  * length / (1 + rank / 10))
         scored.append((score, rank, _spelling(phrase, docs + named)))
+        coverage[scored[-1][2]] = max(as_phrase, in_titles)
     ranked = sorted(scored, key=lambda t: (-t[0], t[1]))
     # A lone word is usually the head of a better name among the next phrases ("NAS" →
     # "Synology NAS", "March" → "Lisbon March"): the best such phrase scoring at least half
-    # as well goes first.
+    # as well goes first, if the topic uses it widely (not "Release tidepool" of one title).
     if ranked and len(ranked[0][2].split()) == 1:
         head = ranked[0][2].casefold()
         for item in ranked[1:8]:
-            if item[0] >= 0.5 * ranked[0][0] and head in item[2].casefold().split():
+            if item[0] >= 0.5 * ranked[0][0] and head in item[2].casefold().split() and coverage[item[2]] >= 0.5:
                 ranked.remove(item)
                 ranked.insert(0, item)
                 break
