@@ -179,7 +179,7 @@ def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | 
         score = ((0.2 + 0.6 * as_phrase + 0.4 * as_words) * idf * (1 + 1.5 * in_titles + 0.5 * words_in_titles)
                  * length / (1 + rank / 10))
         scored.append((score, rank, _spelling(phrase, docs + named)))
-        coverage[scored[-1][2]] = max(as_phrase, in_titles)
+        coverage[scored[-1][2]] = max(as_phrase, in_titles, 0.8 * as_words)
     ranked = sorted(scored, key=lambda t: (-t[0], t[1]))
     # A lone word is usually the head of a better name among the next phrases ("NAS" →
     # "Synology NAS", "March" → "Lisbon March"): the best such phrase scoring at least half
