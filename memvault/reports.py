@@ -65,7 +65,8 @@ def markdown(report: dict[str, Any]) -> str:
         runs = left.get("estimated_runs_to_finish")
         lines += ["", f"**Left for later runs:** {left.get('conversations_left', 0)} conversation(s) to chunk, "
                   f"{left.get('chunks_unassigned', 0)} chunk(s) to cluster, {left.get('chunks_pending', 0)} chunk(s) "
-                  f"to synthesize — about {runs if runs is not None else '?'} more run(s) at this run's rate"]
+                  f"to synthesize — " + (f"about {runs} more run(s) at this run's rate" if runs is not None
+                                          else "no estimate yet: this run made no progress on it")]
     budget = report.get("budget") or {}
     if budget:
         lines.append(f"\n**Budget:** {budget.get('tokens', 0)} of {budget.get('max_tokens')} tokens, "

@@ -131,9 +131,35 @@ class PipelineMixin(LedgerBase):
         row = self.con.execute("SELECT attempts FROM unit_attempts WHERE stage = ? AND unit = ?", [stage, unit]).fetchone()
         attempts = (row[0] if row else 0) + 1
         parked = attempts >= max_attempts
-        self.con.execute("INSERT OR REPLACE INTO unit_attempts VALUES (?, ?, ?, ?, ?, ?)",
-                         [stage, unit, attempts, parked, reason, _now()])
+        self.con.execute("INSERT OR REPLACE INTO unit_attempts (stage, unit, attempts, parked, reason, updated_at, "
+                         "input_hash) VALUES (?, ?, ?, ?, ?, ?, NULL)", [stage, unit, attempts, parked, reason, _now()])
         return parked
+
+    def park(self, stage: str, unit: str, reason: str, input_hash: str) -> None:
+        """Park a unit at once: its failure cannot change until its input (``input_hash``) does."""
+        row = self.con.execute("SELECT attempts FROM unit_attempts WHERE stage = ? AND unit = ?", [stage, unit]).fetchone()
+        self.con.execute("INSERT OR REPLACE INTO unit_attempts (stage, unit, attempts, parked, reason, updated_at, "
+                         "input_hash) VALUES (?, ?, ?, TRUE, ?, ?, ?)",
+                         [stage, unit, (row[0] if row else 0) + 1, reason, _now(), input_hash])
+
+    def parked_by_bucket(self) -> dict[str, dict[str, tuple[str | None, str]]]:
+        """Parked synthesize units of live buckets: bucket → chunk id → (input hash, reason)."""
+        rows = self.con.execute("""
+            SELECT cb.bucket, cb.chunk_id, u.input_hash, u.reason FROM unit_attempts u
+            JOIN chunk_buckets cb ON u.unit = cb.bucket || '/' || cb.chunk_id
+            JOIN buckets b ON b.name = cb.bucket AND NOT b.forgotten
+            WHERE u.stage = 'synthesize' AND u.parked
+              AND NOT EXISTS (SELECT 1 FROM synthesized_bucket_chunks s WHERE s.bucket = cb.bucket AND s.chunk_id = cb.chunk_id)
+            ORDER BY cb.bucket, cb.chunk_id""").fetchall()
+        out: dict[str, dict[str, tuple[str | None, str]]] = {}
+        for bucket, chunk_id, input_hash, reason in rows:
+            out.setdefault(bucket, {})[chunk_id] = (input_hash, reason or "")
+        return out
+
+    def unpark(self, stage: str, units: list[str]) -> None:
+        """Give units a fresh start: their input changed, so their failure may not repeat."""
+        for unit in units:
+            self.con.execute("DELETE FROM unit_attempts WHERE stage = ? AND unit = ?", [stage, unit])
 
     # -- model-backed stages: prompt hashes, proposals, pending Meta writes, backlog ---------------
     def record_unit_result(self, stage: str, unit: str, prompt_hash: str | None, method: str,

@@ -148,3 +148,11 @@ def _ingest_errors(con: duckdb.DuckDBPyConnection) -> None:
             path TEXT NOT NULL, seq INTEGER NOT NULL, file TEXT NOT NULL, line INTEGER, error TEXT NOT NULL,
             recorded_at TIMESTAMP, PRIMARY KEY (path, seq)
         )""")
+
+
+@migration(6, "parked units remember the input they failed on")
+def _parked_input(con: duckdb.DuckDBPyConnection) -> None:
+    # A rejection that cannot change until its input changes (the no-model path is
+    # deterministic) is parked at once with a hash of that input, and unparked only when the
+    # hash changes: no nightly retry, no nightly Talk note, no commit with nothing new.
+    con.execute("ALTER TABLE unit_attempts ADD COLUMN input_hash TEXT")

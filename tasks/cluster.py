@@ -41,6 +41,7 @@ from stores.meta import BucketsPage, bucket_key
 from tasks.cluster_model import ClusterReply, decide, show_buckets, show_chunks
 from tasks.cluster_projects import apart_matrix, other_project
 from tasks.context import ModelStageResult, StageContext
+from memvault.titles import topic_title
 from tasks.text import keywords, surface_form
 
 log = logging.getLogger(__name__)
@@ -112,13 +113,8 @@ def agglomerate(vectors: np.ndarray, threshold: float, penalty: np.ndarray | Non
 
 
 def name_group(texts: list[str], background: list[str], taken: set[str], titles: list[str]) -> str:
-    """A new bucket's name: the group's two most distinctive terms, numbered when ``taken``."""
-    terms = keywords(texts, background, n=2, titles=titles) or ["Topic"]
-    name = " ".join(surface_form(t, texts) for t in terms)
-    base, n = name, 2
-    while name.casefold() in taken:
-        name, n = f"{base} {n}", n + 1
-    return name
+    """A new bucket's name: the group's best key phrase not ``taken`` (memvault.titles)."""
+    return topic_title(texts, background, taken, titles)
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

@@ -1,9 +1,11 @@
 """synthesize: per bucket, chunks not yet in `synthesized_bucket_chunks` → create or update
 `articles/<Bucket>.md`, through the gate.
 
-No-model path: extractive synthesis — the most informative sentences of each new chunk
-become a section citing its conversation. Existing text (including a person's edits) is
-kept as is; new sections are woven in before See also / References.
+No-model path: extractive synthesis — the most informative sentences of each new chunk,
+quoted verbatim (escaped so they render back unchanged, memvault.markdown.verbatim), become a
+section headed by what the chunk is about and its date (memvault.titles), citing its
+conversation. Existing text (including a person's edits) is kept as is; new sections are
+woven in before See also / References.
 
 Model path (tasks.synthesize_model): per bucket, batches of new chunks go to the model with
 the article (or, for a large one, its outline and most relevant sections); its section-level
@@ -11,8 +13,10 @@ edits are applied deterministically, conflicts become dated notes on `Talk/<Buck
 Both paths read the current file, so a person's edit is what new material is woven into.
 
 The gate runs before any write. A rejected batch leaves the article untouched, its reasons go
-to the run report and the Talk page, and its chunks are retried next run — at most
-`synthesize.max_attempts` times, then parked with the reason (unparked when the prompt changes).
+to the run report and the Talk page. On the model path its chunks are retried next run — at
+most `synthesize.max_attempts` times, then parked with the reason (unparked when the prompt
+changes). On the no-model path the same input always gives the same article, so they are
+parked at once with a hash of that input and unparked only when it changes.
 
 Crash safety: the intent (bucket, chunks, hash of the new article) is journaled in the
 ledger before the file is written; the next run turns an intent whose file matches into
@@ -24,7 +28,6 @@ Failpoint `synthesize:<n>` fires after the n-th article write.
 
 import hashlib
 import logging
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -34,71 +37,14 @@ from prefect.cache_policies import NONE
 
 from memvault.engines import structured
 from memvault.failpoints import failpoint
-from memvault.ids import conv_ref, short_ids
+from memvault.ids import short_ids
 from memvault.prompts import Prompt, load_prompt
-from memvault.markdown.footnotes import renumber
 from memvault.markdown.gate import gate
-from stores.rows import ChunkRow
 from tasks.context import ModelStageResult, StageContext
 from tasks.synthesize_model import SynthesisReply, apply_reply, article_view, material, talk_entry
-from tasks.text import keywords, sentences, surface_form, words
+from tasks.synthesize_extractive import citation, compose_article, date_of, extractive_input, no_model_reasons
 
 log = logging.getLogger(__name__)
-
-_ROLE = re.compile(r"^(user|assistant|tool|system|attachment|summary):\s*", re.I)
-_TAIL = re.compile(r"^##\s+(See also|References)\s*$", re.I | re.M)
-
-
-def _date(value: Any) -> str:
-    return value.strftime("%Y-%m-%d") if isinstance(value, datetime) else "undated"
-
-
-def citation(chunk: ChunkRow, short: str) -> str:
-    title = " ".join((chunk.conversation_title or chunk.label or "untitled").split())
-    return f"`{conv_ref(short)}` ({_date(chunk.date)}, {chunk.source}) — {title}"
-
-
-def extract(chunk_text: str, terms: set[str], n: int) -> list[str]:
-    """The ``n`` most informative sentences of a chunk, in their original order."""
-    candidates = []
-    for line in chunk_text.splitlines():
-        role = _ROLE.match(line)
-        if role and role.group(1).lower() == "tool":
-            continue
-        body = _ROLE.sub("", line)
-        for s in sentences(body):
-            if 40 <= len(s) <= 400 and not s.endswith("?") and "```" not in s:
-                candidates.append(s)
-    scored = []
-    for i, s in enumerate(candidates):
-        ws = set(words(s))
-        score = len(ws & terms) * 2 + sum(ch.isdigit() for ch in s) ** 0.5 + min(len(ws), 12) / 12
-        scored.append((score, i, s))
-    best = sorted(scored, key=lambda t: (-t[0], t[1]))[:n]
-    return [s.replace("[", "(").replace("]", ")") for _, _, s in sorted(best, key=lambda t: t[1])]
-
-
-def new_article(title: str, lead_terms: list[str], chunks: list[ChunkRow]) -> str:
-    dates = sorted(_date(c.date) for c in chunks)
-    about = ", ".join(lead_terms[:-1]) + (" and " if len(lead_terms) > 1 else "") + lead_terms[-1] if lead_terms else title
-    lead = (f"**{title}** is a topic that came up in {len({c.conversation_id for c in chunks})} "
-            f"conversation(s) between {dates[0]} and {dates[-1]}, about {about}.")
-    return f"# {title}\n\n{lead}\n\n## References\n"
-
-
-def add_sections(text: str, sections: list[tuple[str, str, str]]) -> str:
-    """Insert ``(heading, body, footnote_definition)`` sections before See also / References."""
-    m = _TAIL.search(text)
-    head, tail = (text[: m.start()], text[m.start():]) if m else (text.rstrip("\n") + "\n\n", "## References\n")
-    body = head.rstrip("\n") + "\n\n"
-    defs = []
-    for heading, prose, definition in sections:
-        body += f"## {heading}\n\n{prose}\n\n"
-        defs.append(definition)
-    tail = tail.rstrip("\n") + "\n"
-    if not re.search(r"^##\s+References\s*$", tail, re.I | re.M):
-        tail += "\n## References\n"
-    return body + tail + "\n" + "\n".join(defs) + "\n"
 
 
 def synthesize_bucket(ctx: StageContext, bucket: str, chunk_ids: list[str], shorts: dict[str, str]) -> tuple[str, str | None, str]:
@@ -107,24 +53,8 @@ def synthesize_bucket(ctx: StageContext, bucket: str, chunk_ids: list[str], shor
     path = vault.article_path(ledger.bucket_stem(bucket))
     previous = vault.read(path)
     chunks = [ledger.chunk(c) for c in chunk_ids]
-    texts = [c.text for c in chunks]
-    background = texts + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
-    titles = [c.conversation_title or "" for c in chunks]
-    terms = set(keywords(texts, background, n=12, titles=titles))
-    lead_terms = [surface_form(t, texts) for t in keywords(texts, background, n=3, titles=titles)]
-    text = previous or new_article(bucket, lead_terms, chunks)
-    sections = []
-    for n, c in enumerate(chunks, start=1):
-        picked = extract(c.text, terms, ctx.settings.synthesize.sentences_per_chunk)
-        if not picked:
-            continue
-        label = f"new{c.id[:8]}{n}"
-        heading = " ".join((c.label or "").replace("#", "").split()) or "Notes"
-        sections.append((f"{heading} ({_date(c.date)})", " ".join(picked) + f"[^{label}]",
-                         f"[^{label}]: {citation(c, shorts[c.conversation_id])}"))
-    if not sections:
-        return str(path), previous, previous or ""
-    new, _ = renumber(add_sections(text, sections))
+    background = [c.text for c in chunks] + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
+    new = compose_article(previous, bucket, chunks, background, shorts, ctx.settings.synthesize.sentences_per_chunk)
     return str(path), previous, new
 
 
@@ -183,11 +113,13 @@ class SynthesizeResult(ModelStageResult):
     created: int = 0
     updated: int = 0
     rejected: int = 0
-    parked: int = 0  # chunks that reached `synthesize.max_attempts` and wait for a new prompt
+    parked: int = 0  # chunks parked this run: at `synthesize.max_attempts`, or at once on the no-model path
+    still_parked: int = 0  # no-model path: chunks parked before whose input has not changed (not retried)
     resumed: int = 0  # intents of an interrupted run completed
     chunks_synthesized: int = 0
     hand_edited: list[str] = []  # articles among this run's buckets a person edited since memvault wrote them
-    # The model path only: the prompt's hash and the chunks unparked because it changed.
+    # The prompt's hash (model path only), and the chunks unparked because the prompt (model
+    # path) or their input (no-model path) changed.
     prompt_hash: str | None = None
     unparked: int | None = None
     stopped: str | None = None  # why the budget stopped the stage early
@@ -214,8 +146,13 @@ def _wrote(ctx: StageContext, tally: Tally, stem: str, previous: str | None) -> 
 
 
 def reject(ctx: StageContext, tally: Tally, bucket: str, chunk_ids: list[str], reasons: list[str],
-           prompt_hash: str | None) -> None:
-    """Leave the article as it is; reasons to the report and the Talk page; count the attempt."""
+           prompt_hash: str | None, input_hash: str | None = None) -> None:
+    """Leave the article as it is; reasons to the report and the Talk page; count the attempt.
+
+    With ``input_hash`` (the no-model path, where the same input always gives the same
+    article) the chunks are parked at once until that input changes; otherwise they are
+    retried next run, at most `synthesize.max_attempts` times.
+    """
     stem = ctx.ledger.bucket_stem(bucket)
     tally.rejected += 1
     ctx.rejected.setdefault(stem, []).extend(r for r in reasons if r not in ctx.rejected.get(stem, []))
@@ -223,13 +160,18 @@ def reject(ctx: StageContext, tally: Tally, bucket: str, chunk_ids: list[str], r
     with ctx.ledger.transaction():
         for c in chunk_ids:
             unit = f"{bucket}/{c}"
-            if ctx.ledger.note_attempt("synthesize", unit, "; ".join(reasons), limit):
+            if input_hash is not None:
+                ctx.ledger.park("synthesize", unit, "; ".join(reasons), input_hash)
+                tally.parked += 1
+            elif ctx.ledger.note_attempt("synthesize", unit, "; ".join(reasons), limit):
                 tally.parked += 1
             ctx.ledger.record_unit_result("synthesize", unit, prompt_hash, "rejected", "; ".join(reasons), ctx.run_id)
     talk = ctx.vault.talk_path(ctx.ledger.bucket_stem(bucket))
     today = datetime.now().strftime("%Y-%m-%d")
-    lines = [f"New material from {len(chunk_ids)} chunk(s) was not integrated (the article is unchanged; "
-             f"retried next run, at most {limit} times):", *reasons]
+    then = (f"parked: not retried until the article or this topic's material changes" if input_hash is not None
+            else f"retried next run, at most {limit} times")
+    lines = [f"New material from {len(chunk_ids)} chunk(s) was not integrated (the article is unchanged; {then}):",
+             *reasons]
     ctx.vault.write(talk, talk_entry(ctx.vault.read(talk), bucket, ctx.run_id, today, "synthesis rejected", lines))
     ctx.talk_notes += 1
     log.warning("rejected %s: %s", stem, "; ".join(reasons))
@@ -257,7 +199,7 @@ def synthesize_with_model(ctx: StageContext, bucket: str, chunk_ids: list[str], 
         chunks = [ledger.chunk(c) for c in batch]
         previous = vault.read(path)
         definitions = {shorts[c.conversation_id]: citation(c, shorts[c.conversation_id]) for c in chunks}
-        shown = material(chunks, shorts, settings.chunk_prompt_chars, {c.id: _date(c.date) for c in chunks})
+        shown = material(chunks, shorts, settings.chunk_prompt_chars, {c.id: date_of(c.date) for c in chunks})
         view, state = article_view(previous, shown, settings.section_edit_words)
         lead_rule = ("- This is a new article: also write \"lead\", one or two paragraphs saying what the topic "
                      "is, with citations." if previous is None else
@@ -292,7 +234,11 @@ def synthesize_with_model(ctx: StageContext, bucket: str, chunk_ids: list[str], 
 
 def synthesize_extractive(ctx: StageContext, bucket: str, chunk_ids: list[str], shorts: dict[str, str],
                           cited_ids: set[str], tally: Tally) -> None:
-    """The no-model path for one bucket: one article write with every new chunk."""
+    """The no-model path for one bucket: one article write with every new chunk.
+
+    A rejection here is deterministic, so the chunks are parked with a hash of their input
+    and not retried until it changes (see `unpark_changed`).
+    """
     path_key, previous, new = synthesize_bucket(ctx, bucket, chunk_ids, shorts)
     stem = ctx.ledger.bucket_stem(bucket)
     if new == (previous or ""):
@@ -300,9 +246,9 @@ def synthesize_extractive(ctx: StageContext, bucket: str, chunk_ids: list[str], 
         ctx.ledger.record_intent(bucket, chunk_ids, _sha(new), ctx.run_id)
         ctx.ledger.complete_intent(bucket, True)
         return
-    reasons = gate(new, previous, cited_ids)
+    reasons = no_model_reasons(gate(new, previous, cited_ids))
     if reasons:
-        reject(ctx, tally, bucket, chunk_ids, reasons, None)
+        reject(ctx, tally, bucket, chunk_ids, reasons, None, input_hash=extractive_input(previous, chunk_ids))
         return
     ctx.ledger.record_intent(bucket, chunk_ids, _sha(new), ctx.run_id)
     ctx.vault.write(Path(path_key), new)
@@ -310,6 +256,31 @@ def synthesize_extractive(ctx: StageContext, bucket: str, chunk_ids: list[str], 
     tally.chunks_done += len(chunk_ids)
     log.info("%s %s from %d chunk(s)", "created" if previous is None else "updated", stem, len(chunk_ids))
     _wrote(ctx, tally, stem, previous)
+
+
+def unpark_changed(ctx: StageContext, pending: dict[str, list[str]]) -> tuple[int, int]:
+    """No-model path: unpark a bucket's parked chunks whose input changed (new chunks in the
+    bucket, an edit of its article, a newer composer) and add them to ``pending``.
+
+    Returns (chunks unparked, chunks that stay parked).
+    """
+    unparked = kept = 0
+    for bucket, parked in ctx.ledger.parked_by_bucket().items():
+        ids = sorted(set(pending.get(bucket, [])) | set(parked))
+        previous = ctx.vault.read(ctx.vault.article_path(ctx.ledger.bucket_stem(bucket)))
+        current = extractive_input(previous, ids)
+        changed = [c for c, (stored, _) in parked.items() if stored != current]
+        if not changed:
+            kept += len(parked)
+            continue
+        with ctx.ledger.transaction():
+            ctx.ledger.unpark("synthesize", [f"{bucket}/{c}" for c in changed])
+        # The parked chunks came first; the bucket's new ones (already in order) follow them.
+        pending[bucket] = [c for c in changed if c not in pending.get(bucket, [])] + pending.get(bucket, [])
+        unparked += len(changed)
+        kept += len(parked) - len(changed)
+        log.info("unparked %d chunk(s) of %s: their input changed", len(changed), bucket)
+    return unparked, kept
 
 
 def run_synthesize(ctx: StageContext) -> SynthesizeResult:
@@ -325,6 +296,7 @@ def run_synthesize(ctx: StageContext) -> SynthesizeResult:
     prompt = load_prompt("synthesize", ctx.vault.meta_dir) if ctx.uses_model else None
     unparked = ctx.ledger.unpark_for_new_prompt("synthesize", prompt.hash) if prompt else None
     pending = ctx.ledger.pending_by_bucket(since=ctx.since)
+    unparked_none, still_parked = unpark_changed(ctx, pending) if prompt is None else (0, 0)
     uncommitted, hand = article_states(ctx, [ctx.ledger.bucket_stem(b) for b in pending])
     for stem, kind in uncommitted.items():
         # An interrupted run wrote these and never committed them: wikify and commit them now.
@@ -346,7 +318,8 @@ def run_synthesize(ctx: StageContext) -> SynthesizeResult:
     return SynthesizeResult(buckets=len(pending), created=tally.created, updated=tally.updated,
                             rejected=tally.rejected, parked=tally.parked, resumed=resumed,
                             chunks_synthesized=tally.chunks_done, hand_edited=[s for s in hand if s in stems],
-                            prompt_hash=prompt.hash if prompt else None, unparked=unparked,
+                            prompt_hash=prompt.hash if prompt else None,
+                            unparked=unparked if prompt else unparked_none, still_parked=still_parked,
                             stopped=tally.stopped or None, **ctx.stage_cost("synthesize"))
 
 

@@ -107,7 +107,8 @@ def print_report(report: dict[str, Any]) -> None:
         runs = left.get("estimated_runs_to_finish")
         console.print(f"  left: {left['conversations_left']} conversation(s) to chunk, {left['chunks_unassigned']} "
                       f"chunk(s) to cluster, {left['chunks_pending']} chunk(s) in {left['buckets_pending']} bucket(s) "
-                      f"to synthesize; about {runs if runs is not None else '?'} more run(s) at this run's rate")
+                      "to synthesize; " + (f"about {runs} more run(s) at this run's rate" if runs is not None
+                                           else "no estimate yet: this run made no progress on it"))
     if (report.get("budget") or {}).get("stopped"):
         console.print(f"  budget: {report['budget']['stopped']} — the rest waits for the next run")
     for e in report["stages"].get("ingest", {}).get("errors", [])[:20]:

@@ -1,0 +1,319 @@
+"""Names a person would choose: article titles and section headings from key phrases.
+
+With no model, a topic's name comes from its chunks. YAKE (a statistical key-phrase extractor
+that works on one document at a time) proposes short noun phrases from the discussion; each is
+then weighed by how many of the topic's chunks use its words, how distinctive those words are
+against other topics (inverse document frequency over a background), and whether the
+conversations' own titles use them. What is not discussion never names anything: tool output,
+code, git and build output, slash commands (`/mode`), file names and paths, ids, and image or
+attachment placeholders (`[image: file_…]`) are cut before phrases are proposed, and phrases
+made only of generic words ("Topic", "Notes", "Question") are refused.
+
+Section headings are one phrase of their own chunk (≤ 60 characters with the date beside it),
+never a first sentence cut with "…".
+"""
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+HEADING_CHARS = 60
+_DATE_CHARS = len(" (YYYY-MM-DD)")
+PHRASE_CHARS = HEADING_CHARS - _DATE_CHARS
+_MAX_TEXT = 20_000  # characters given to YAKE per call: enough for a topic, bounded in time
+
+_ROLE = re.compile(r"^(user|assistant|tool|system|attachment|summary|image):\s*", re.I)
+_SKIP_ROLES = {"tool", "system", "attachment", "image"}
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+# Lines that are program output, not discussion: git, diffs, build and test logs, prompts.
+_OUTPUT_LINE = re.compile(
+    r"^\s*(?:(?:create|delete) mode \d+|\d+ files? changed|diff --git|index [0-9a-f]{6,}|@@ |[+-]{3} |"
+    r"[$%>#] |\[[\w .:-]*\] |(?:npm|yarn|pnpm) (?:WARN|ERR)|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FAILED|PASSED)\b|"
+    r"Traceback \(most recent|\s*at [\w.$]+\(|\w+@[\w.-]+:)")
+_SLASH_COMMAND_LINE = re.compile(r"^\s*/[A-Za-z][\w-]*(?:\s+\S+){0,3}\s*$")
+_CUT = re.compile(
+    r"`[^`\n]*`"                                            # inline code
+    r"|\[(?:image|attachment|document|file)[^\]\n]*\]"      # placeholders: [image], [image: file_…]
+    r"|\[Image #\d+\]|<(?:image|attachment)[^>\n]*>"
+    r"|\b\w+://\S+|\bwww\.\S+"                               # URLs
+    r"|(?<![\w/])/[A-Za-z][\w-]*\b(?!/)"                      # slash commands: /mode, /compact
+    r"|\S*[/\\]\S*"                                          # paths
+    r"|\b[\w-]+\.(?:[A-Za-z][A-Za-z0-9]{0,4})\b(?=\W|$)"        # file names: notes.md, app.py
+    r"|\b[0-9a-f]{7,}\b|\b[0-9a-f]{8}-[0-9a-f-]{27}\b"          # hashes, uuids
+    r"|\S*\d\S*[:=_]\S*",                                     # times, ports, key=value
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'+-]*")
+_SMALL = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "vs", "with"}
+# Words that never name a topic on their own.
+GENERIC = frozenset("""
+topic topics thing things stuff question questions issue issues problem problems help idea ideas note notes
+mode modes conversation conversations chat chats session sessions message messages today tomorrow yesterday
+time times way ways lot bit image images attachment attachments document documents file files folder command
+commands output input result results error errors answer answers reply example examples option options
+something anything everything nothing someone part parts kind sort case cases point points step steps
+test tests update updates change changes fix fixes work working look looks list lists plan plans
+user assistant tool system sam yes okay thanks please sure
+""".split())
+_NUMBERS = frozenset("one two three four five six seven eight nine ten eleven twelve twenty hundred".split())
+_STOP = GENERIC | _SMALL | set("""
+i me my we our you your he she it its they them this that these those is are was were be been being have has
+had do does did will would should could can may might must shall not no but if then than so just also very
+really about what when where which who why how all any some each every other more most much many few there
+here let lets let's i'm i've we're you're don't doesn't didn't isn't it's that's what's
+""".split())
+
+
+def _discussion_lines(text: str) -> list[str]:
+    """The lines of ``text`` that are people or assistants talking, role prefixes removed."""
+    out: list[str] = []
+    role, fenced = "", False
+    for line in text.splitlines():
+        opened = _ROLE.match(line)
+        if opened:
+            role = opened.group(1).lower()
+            line = line[opened.end():]
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced or role in _SKIP_ROLES or _OUTPUT_LINE.match(line) or _SLASH_COMMAND_LINE.match(line):
+            continue
+        out.append(line)
+    return out
+
+
+def discussion(text: str) -> str:
+    """``text`` with everything that is not discussion cut out (see the module docstring)."""
+    lines = [_CUT.sub(" , ", line) for line in _discussion_lines(text)]
+    # A line of a few words is an acknowledgement ("Mode set to color."), not discussion.
+    return "\n".join(line for line in lines if len(_WORD.findall(line)) >= 5)
+
+
+def _tokens(phrase: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(phrase)]
+
+
+def acceptable(phrase: str) -> bool:
+    """Whether ``phrase`` could name a topic: words only, not generic, within the heading budget."""
+    if not phrase or len(phrase) > PHRASE_CHARS or any(ch in phrase for ch in "/\\[]<>`:_=@#|"):
+        return False
+    parts = phrase.split()
+    if not 1 <= len(parts) <= 4 or any(_WORD.fullmatch(p) is None for p in parts):
+        return False
+    toks = [p.lower() for p in parts]
+    if toks[0] in _STOP or toks[-1] in _STOP:
+        return False
+    content = [t for t in toks if t not in _STOP]
+    # One meaningful word of two letters ("Pi") is a fragment, not a name.
+    return bool(content) and not (len(content) == 1 and len(content[0]) < 3)
+
+
+def _document_frequency(docs: Iterable[str]) -> tuple[Counter[str], int]:
+    df: Counter[str] = Counter()
+    n = 0
+    for d in docs:
+        df.update(set(_tokens(d)))
+        n += 1
+    return df, n
+
+
+def _candidates(text: str, top: int) -> list[str]:
+    """YAKE's phrases for ``text``, best first, those that could name a topic."""
+    if not text.strip():
+        return []
+    import yake  # networkx and friends load only when a name is needed (never on the read path)
+
+    extractor = yake.KeywordExtractor(lan="en", n=3, dedup_lim=0.8, top=top)
+    seen: set[str] = set()
+    out = []
+    for phrase, _score in extractor.extract_keywords(text[:_MAX_TEXT]):
+        phrase = " ".join(phrase.split())
+        if acceptable(phrase) and phrase.casefold() not in seen:
+            seen.add(phrase.casefold())
+            out.append(phrase)
+    return out
+
+
+def _has_phrase(phrase: str, text: str) -> bool:
+    return re.search(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", text) is not None
+
+
+def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | None = None,
+                   top: int = 40) -> list[str]:
+    """Key phrases of ``texts`` (one topic's chunks), most fitting first, as the texts spell them.
+
+    ``background`` are documents of other topics too (it may include ``texts``): a phrase
+    whose words are everywhere names nothing in particular. A phrase the conversations'
+    ``titles`` use is what people call the topic, so titles propose phrases too and a phrase
+    found in them weighs more. Phrases of two or three words beat a single word of the same
+    weight: "Dutch Oven Baking" says more than "Oven".
+    """
+    docs = [discussion(t) for t in texts]
+    # Punctuation stays: "tidepool: cache NOAA station data" must not yield "tidepool cache NOAA".
+    named = [" ".join(_CUT.sub(" , ", t).split()) for t in titles or [] if t and not _SLASH_COMMAND_LINE.match(t)]
+    cands = {p.casefold(): (rank, p) for rank, p in enumerate(_candidates("\n\n".join(d for d in docs if d), top))}
+    for rank, p in enumerate(_candidates(" . ".join(named), 15)):
+        cands.setdefault(p.casefold(), (rank, p))
+    if not cands:
+        return []
+    lowered = [d.casefold() for d in docs]
+    doc_words = [set(_tokens(d)) for d in docs]
+    bg_df, bg_n = _document_frequency(discussion(b) for b in background)
+    title_words = [set(_tokens(t)) for t in named]
+    low_titles = [t.casefold() for t in named]
+    scored = []
+    coverage: dict[str, float] = {}  # share of chunks or titles that use the phrase as such
+    for key, (rank, phrase) in cands.items():
+        content = [t for t in _tokens(phrase) if t not in _STOP]
+        as_phrase = sum(_has_phrase(key, d) for d in lowered) / max(len(docs), 1)
+        as_words = sum(all(w in ws for w in content) for ws in doc_words) / max(len(docs), 1)
+        idf = sum(math.log((1 + bg_n) / (1 + bg_df[w])) + 0.1 for w in content) / len(content)
+        in_titles = sum(_has_phrase(key, t) for t in low_titles) / max(len(named), 1)
+        words_in_titles = sum(any(w in ts for w in content) for ts in title_words) / max(len(named), 1)
+        length = {1: 1.0, 2: 1.9, 3: 1.7}.get(len(phrase.split()), 1.0)
+        # "weather turned", "NAS rebooted": an event, not a name (a crude but cheap test).
+        edges = (phrase.split()[0].lower(), phrase.split()[-1])
+        length *= 0.5 if any(w.islower() and w.endswith("ed") for w in edges) else 1.0
+        length *= 0.5 if edges[0] in _NUMBERS else 1.0  # "ten days": a quantity, not a subject
+        score = ((0.2 + 0.6 * as_phrase + 0.4 * as_words) * idf * (1 + 1.5 * in_titles + 0.5 * words_in_titles)
+                 * length / (1 + rank / 10))
+        scored.append((score, rank, _spelling(phrase, docs + named)))
+        coverage[scored[-1][2]] = max(as_phrase, in_titles, 0.8 * as_words)
+    ranked = sorted(scored, key=lambda t: (-t[0], t[1]))
+    # A lone word is usually the head of a better name among the next phrases ("NAS" →
+    # "Synology NAS", "March" → "Lisbon March"): the best such phrase scoring at least half
+    # as well goes first, if the topic uses it widely (not "Release tidepool" of one title).
+    if ranked and len(ranked[0][2].split()) == 1:
+        head = ranked[0][2].casefold()
+        for item in ranked[1:8]:
+            if item[0] >= 0.5 * ranked[0][0] and head in item[2].casefold().split() and coverage[item[2]] >= 0.5:
+                ranked.remove(item)
+                ranked.insert(0, item)
+                break
+    return [p for _, _, p in ranked]
+
+
+def _spelling(phrase: str, texts: list[str]) -> str:
+    """The most common spelling of ``phrase`` in ``texts`` (`pgBackRest`, not `PGBACKREST`)."""
+    pattern = re.compile(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", re.IGNORECASE)
+    forms: Counter[str] = Counter(m.group() for t in texts for m in pattern.finditer(t))
+    if not forms:
+        return phrase
+    # A spelling with capitals is a name (`pgBackRest`); all-lowercase is how commands write it.
+    named = [f for f, _ in forms.most_common() if any(c.isupper() for c in f) and not f.isupper()]
+    return named[0] if named else forms.most_common(1)[0][0]
+
+
+def distinct_phrases(phrases: list[str], n: int, exclude: str = "") -> list[str]:
+    """The first ``n`` of ``phrases`` that add words: none whose words (plural or not) are all in
+    ``exclude`` or in a phrase already picked ("backups" after "full backup")."""
+    def stems(text: str) -> set[str]:
+        return {w.rstrip("s") for w in _tokens(text) if w not in _STOP}
+
+    seen = stems(exclude)
+    out = []
+    for phrase in phrases:
+        words = stems(phrase)
+        if words and not words <= seen:
+            out.append(phrase)
+            seen |= words
+        if len(out) == n:
+            break
+    return out
+
+
+def title_case(phrase: str) -> str:
+    """``phrase`` in title case, leaving words that already carry capitals (`pgBackRest`, `NAS`) alone."""
+    out = []
+    for i, word in enumerate(phrase.split()):
+        if any(c.isupper() for c in word) or (i and word.lower() in _SMALL):
+            out.append(word)
+        else:
+            out.append(word[:1].upper() + word[1:])
+    return " ".join(out)
+
+
+def _title_from_conversations(titles: list[str]) -> str | None:
+    """The most common conversation title that could serve as a topic name, if any."""
+    for title, _ in Counter(" ".join(t.split()) for t in titles if t).most_common():
+        if _SLASH_COMMAND_LINE.match(title):
+            continue
+        words = _WORD.findall(_CUT.sub(" ", title))
+        name = " ".join(words)
+        if name and len(name) <= PHRASE_CHARS and any(w.lower() not in _STOP for w in words):
+            return name
+    return None
+
+
+def topic_title(texts: list[str], background: list[str], taken: set[str], titles: list[str]) -> str:
+    """A new topic's article title: its best key phrase not ``taken`` (casefolded names).
+
+    Falls back to a conversation title, and numbers the name (`Name 2`) only when every
+    candidate is taken.
+    """
+    phrases = [title_case(p) for p in ranked_phrases(texts, background, titles)]
+    conversation = _title_from_conversations(titles)
+    options = phrases[:5] + ([conversation] if conversation else [])
+    for name in options:
+        if name.casefold() not in taken:
+            return name
+    base = options[0] if options else "Untitled Topic"
+    name, n = base, 2
+    while name.casefold() in taken:
+        name, n = f"{base} {n}", n + 1
+    return name
+
+
+def _short_label(label: str | None) -> str | None:
+    """A chunk label that is already a heading (a model's topic label), not a cut sentence."""
+    text = " ".join((label or "").replace("#", " ").split())
+    if not text or len(text) > PHRASE_CHARS or "…" in text or text.endswith((".", "?", "!", ":", ",", ";")):
+        return None
+    if len(text.split()) > 7 or not acceptable_heading(text):
+        return None
+    return text
+
+
+def acceptable_heading(text: str) -> bool:
+    """Whether a label can stand as a heading: some non-generic word, no markup or paths."""
+    if any(ch in text for ch in "/\\[]<>`|"):
+        return False
+    return any(w.lower() not in _STOP for w in _WORD.findall(text))
+
+
+def _usable_title(title: str | None, text: str) -> str | None:
+    """A conversation title that can head this chunk's section: short, whole (not cut with
+    "…"), and about this chunk (most of its words are in it, so a conversation that changed
+    topic does not lend its title to the other topic)."""
+    name = " ".join((title or "").split())
+    if not name or len(name) > PHRASE_CHARS or "…" in name or name.endswith((".", "?", "!", ",", ";", ":")):
+        return None
+    if not acceptable_heading(name):
+        return None
+    content = {w for w in _tokens(name) if w not in _STOP}
+    present = set(_tokens(text))
+    return name if content and len(content & present) >= 0.75 * len(content) else None
+
+
+def section_heading(label: str | None, text: str, background: list[str], title: str, date: str,
+                    conversation_title: str | None = None, taken: set[str] | None = None) -> str:
+    """A section's heading: what its chunk is about (≤ 60 characters with ``date`` beside it).
+
+    In order: a short topic label (the model path's); the conversation's own title when it
+    fits and is about this chunk; the chunk's best key phrase that is not the article's own
+    ``title``. ``taken`` (casefolded) are headings the article already has, dates aside.
+    """
+    taken = taken if taken is not None else set()
+    about = _short_label(label)
+    if about is None or about.casefold() in taken:
+        about = _usable_title(conversation_title, text)
+    if about is None or about.casefold() in taken:
+        about = None
+        own = title.casefold()
+        for phrase in ranked_phrases([text], background, top=20):
+            key = phrase.casefold()
+            if key not in own and own not in key and key not in taken:
+                about = phrase[:1].upper() + phrase[1:]
+                break
+    return f"{about or 'Notes'} ({date})"

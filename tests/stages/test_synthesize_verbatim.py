@@ -1,0 +1,100 @@
+"""Extractive synthesis quotes transcripts verbatim: every sentence it picks appears in the
+article's rendered text exactly as in the transcript, whatever brackets, markup, ids or logs it
+holds, after wikify and normalize too — never turned into a footnote, a link or emphasis."""
+
+import html
+import re
+from datetime import datetime
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from mdit_py_plugins.footnote import footnote_plugin
+
+from memvault.markdown.footnotes import check_bijection
+from memvault.markdown.wikilinks import build_known, find_links
+from stores.rows import ChunkRow
+from tasks.normalize import normalize_text
+from tasks.synthesize_extractive import chunk_terms, compose_article, extract
+from tasks.wikify import clean_text
+
+TITLE = "Home Lab Backups"
+SENTENCES_PER_CHUNK = 3
+# What Obsidian-like readers parse: CommonMark, footnotes, tables, strikethrough.
+RENDER = MarkdownIt("commonmark").enable(["table", "strikethrough"]).use(footnote_plugin)
+_TAG = re.compile(r"<[^>]*>")
+
+WORDS = st.sampled_from(["backup", "the", "stanza", "restore", "nightly", "retention", "runs", "NAS", "pantry",
+                         "Postgres", "archive", "keeps", "weekly", "full", "checksum"])
+MARKUP = st.sampled_from([
+    "pgbackrest[48211]: ERROR: [041]", "[^1]", "[^note]", "[[Home Lab Backups]]", "[[Nowhere|there]]",
+    "*starred*", "_under_", "__dunder__", "max_attempts", "`code`", "<b>bold</b>", "<https://example.org>",
+    "&amp;", "&#65;", "==mark==", "%%hidden%%", "$x^2$", "~~gone~~", "a|b", "#tag", "\\", "\\[", "![alt](x.png)",
+    "[text](https://example.org)", "[ref]", "{curly}", "C:\\temp\\x", "2 * 3 = 6", "<!-- c -->", "^block",
+])
+LEADING = st.sampled_from(["", "", "1. ", "2) ", "- ", "+ ", "> ", "# ", "= ", "| ", "<", "* ", "~~~ "])
+NOISE = st.text(alphabet="[]^*_`<>&!|~=%$#\\(){}:ab -", min_size=1, max_size=8)
+
+
+@st.composite
+def sentence(draw: st.DrawFn) -> str:
+    parts = draw(st.lists(st.one_of(WORDS, WORDS, MARKUP, NOISE), min_size=8, max_size=18))
+    text = draw(LEADING) + " ".join(parts).strip()
+    return text + draw(st.sampled_from([".", ".", "!", ""]))
+
+
+@st.composite
+def chunks(draw: st.DrawFn) -> list[ChunkRow]:
+    out = []
+    for n in range(draw(st.integers(1, 3))):
+        lines = []
+        for role in draw(st.lists(st.sampled_from(["user", "assistant"]), min_size=1, max_size=3)):
+            lines.append(f"{role}: " + " ".join(draw(st.lists(sentence(), min_size=1, max_size=3))))
+        out.append(ChunkRow(id=f"{n:032x}", conversation_id=f"c{n}", label=None, text="\n".join(lines),
+                            message_ids=("m1",), source="claude-code", conversation_title="Backups on the Pi",
+                            date=datetime(2026, 9, 8 + n)))
+    return out
+
+
+def rendered_text(markdown: str) -> str:
+    return html.unescape(_TAG.sub("", RENDER.render(markdown)))
+
+
+def pipeline(chunk_rows: list[ChunkRow]) -> str:
+    """The article as synthesize writes it, then as wikify and normalize leave it."""
+    shorts = {c.conversation_id: f"{i:08x}" for i, c in enumerate(chunk_rows, start=10)}
+    background = [c.text for c in chunk_rows]
+    article = compose_article(None, TITLE, chunk_rows, background, shorts, SENTENCES_PER_CHUNK)
+    cleaned, _ = clean_text(article, TITLE)
+    final, _, _ = normalize_text(cleaned, build_known(["Home_Lab_Backups"]))
+    return final
+
+
+def check_verbatim(chunk_rows: list[ChunkRow]) -> None:
+    final = pipeline(chunk_rows)
+    text = rendered_text(final)
+    terms = chunk_terms(chunk_rows, [c.text for c in chunk_rows])
+    picked = [s for c in chunk_rows for s in extract(c.text, terms, SENTENCES_PER_CHUNK)]
+    for c in chunk_rows:
+        for s in extract(c.text, terms, SENTENCES_PER_CHUNK):
+            assert s in c.text  # a sentence of the transcript itself
+            assert s in text, f"{s!r} is not in the rendered article:\n{final}"
+    # Quoted text never becomes a wikilink or a footnote: the only footnotes are the citations.
+    assert find_links(final) == []
+    assert RENDER.render(final).count('class="footnote-ref"') == (len(chunk_rows) if picked else 0)
+    assert check_bijection(final) == []
+
+
+def test_log_lines_and_brackets_survive() -> None:
+    row = ChunkRow(id="a" * 32, conversation_id="c1", label=None,
+                   text="user: The backup failed last night with pgbackrest[48211]: ERROR: [041] on the stanza.\n"
+                        "assistant: Your notes say [^1] and [[Home Lab]] but the *real* cause is <missing> & old.",
+                   message_ids=("m1",), source="pi", conversation_title="Backups", date=datetime(2026, 9, 8))
+    check_verbatim([row])
+    assert "pgbackrest[48211]: ERROR: [041]" in rendered_text(pipeline([row]))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chunks())
+def test_every_extracted_sentence_renders_verbatim(chunk_rows: list[ChunkRow]) -> None:
+    check_verbatim(chunk_rows)
