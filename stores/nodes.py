@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.query import FullTextOperator, MultiMatchQuery
 from lancedb.table import AsyncTable
 
@@ -298,7 +299,7 @@ class NodeIndex(NodeWrites):
                 hits = _run(search(vectors[start:start + batch]))
             except (ValueError, RuntimeError, OSError):
                 return out  # an empty table: nothing to link to
-            hits = hits.filter(pa.compute.invert(hits.column("pending").fill_null(True)))
+            hits = hits.filter(pc.invert(hits.column("pending").fill_null(True)))
             if not hits.num_rows:
                 continue
             wanted = sorted(set(hits.column("_rowid").to_pylist()))
