@@ -248,11 +248,12 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
         service = MemoryService(settings, stub)  # type: ignore[arg-type]
         for text in qtexts[:5]:
             service.recall(text)  # warm caches
-        times = []
+        times, cpu_times = [], []
         for text in qtexts:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             service.recall(text)
             times.append((time.perf_counter() - t0) * 1000)
+            cpu_times.append((time.process_time() - c0) * 1000)  # every thread of the process
 
         # One incremental index-stage write of a fixed batch of new nodes.
         new_rows, _ = make_docs(corpus, n_docs, max(1, batch // NODES_PER_DOC), base + timedelta(days=30))
@@ -267,6 +268,7 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
         return {
             "p50_ms": round(float(np.percentile(times, 50)), 2),
             "p95_ms": round(float(np.percentile(times, 95)), 2),
+            "p50_cpu_ms": round(float(np.percentile(cpu_times, 50)), 2),
             "overlap": round(float(np.mean(overlap)), 4),
             "write_ms_per_node": round(write_s * 1000 / len(new_rows), 3),
             "write_cpu_ms_per_node": round(write_cpu_s * 1000 / len(new_rows), 3),

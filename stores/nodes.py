@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.query import FullTextOperator, MultiMatchQuery
 from lancedb.table import AsyncTable
 
@@ -204,18 +205,22 @@ class NodeIndex(NodeWrites):
 
     def recent(self, n: int) -> list[dict[str, Any]]:
         """The ``n`` most recently created nodes that have vectors (edge candidates)."""
-        # Pick by the small columns first, then read only the chosen vectors: a scan of
-        # every vector would make each write O(N) in bytes read.
-        tbl = self.nodes.search().where("NOT pending").select(["id", "created_at"]).limit(10_000_000).to_arrow()
-        if tbl.num_rows > n:
-            idx = np.argsort(tbl.column("created_at").to_numpy())[-n:]
-            tbl = tbl.take(pa.array(idx))
-        ids = tbl.column("id").to_pylist()
-        if not ids:
+        # Pick by one small column (8 bytes a row, with the row ids), then read the chosen
+        # rows alone: reading ids or vectors of every row would make each write O(N) in bytes.
+        if n <= 0:
             return []
-        where = "id IN " + id_list(ids)
-        return self.nodes.search().where(where).select(["id", "created_at", "vector"]).limit(len(ids)).to_list()
+        table = self._table()
 
+        async def pick() -> list[dict[str, Any]]:
+            stamps = await table.query().where("NOT pending").select(["created_at"]).with_row_id().to_arrow()
+            if not stamps.num_rows:
+                return []
+            order = np.argsort(stamps.column("created_at").to_numpy(), kind="stable")[-n:]
+            row_ids = sorted(stamps.column("_rowid").take(pa.array(order)).to_pylist())
+            got = await table.take_row_ids(row_ids).select(["id", "created_at", "vector"]).to_arrow()
+            return records(got if isinstance(got, pa.Table) else pa.Table.from_batches(got))
+
+        return _run(pick())
 
     def docs_matching(self, predicate: Callable[[str], bool], batch: int = 10_000) -> dict[str, int]:
         """Documents with a node whose title or text satisfies ``predicate(text)``: doc → nodes hit."""
@@ -294,7 +299,7 @@ class NodeIndex(NodeWrites):
                 hits = _run(search(vectors[start:start + batch]))
             except (ValueError, RuntimeError, OSError):
                 return out  # an empty table: nothing to link to
-            hits = hits.filter(pa.compute.invert(hits.column("pending").fill_null(True)))
+            hits = hits.filter(pc.invert(hits.column("pending").fill_null(True)))
             if not hits.num_rows:
                 continue
             wanted = sorted(set(hits.column("_rowid").to_pylist()))

@@ -208,7 +208,7 @@ def similar_edges(nodes: NodeIndex, rows: list[dict[str, Any]], threshold: float
     batch = np.asarray([r["vector"] for r in live], dtype=np.float32)
     pool = [p for p in nodes.recent(recent) if p["id"] not in written]
     ids = [r["id"] for r in live] + [p["id"] for p in pool]
-    matrix = np.vstack([batch] + [np.asarray([p["vector"] for p in pool], dtype=np.float32)] * bool(pool))
+    matrix = np.vstack([batch, np.asarray([p["vector"] for p in pool], dtype=np.float32)]) if pool else batch
     sims = batch @ matrix.T
     near = nodes.nearest_many(batch, neighbours, nprobes=nprobes)
     edges: dict[str, list[dict[str, Any]]] = {}
