@@ -9,9 +9,16 @@ the product can run any of them from settings alone.
 from memvault.recall.scoring import ScoringWeights
 
 
-def fusion_variants(base: ScoringWeights) -> dict[str, dict[str, ScoringWeights]]:
+# Seed 000's weights, what the first three rounds were measured against (the product's
+# defaults changed after the fourth round: every variant states every weight it moves).
+SEED = {"w_cos": 0.55, "w_lex": 0.20, "w_rrf": 0.25, "rrf_k": 60, "reply_damping": 0.8,
+        "w_exact": 0.0, "w_date": 0.0, "w_when": 0.0}
+
+
+def fusion_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights]]:
     """Family name → {variant name: weights}."""
     families: dict[str, dict[str, ScoringWeights]] = {}
+    base = defaults.model_copy(update=SEED)
 
     def family(name: str, changes: dict[str, dict[str, object]]) -> None:
         families[name] = {f"{name}: {label}": base.model_copy(update=change) for label, change in changes.items()}
@@ -39,4 +46,21 @@ def fusion_variants(base: ScoringWeights) -> dict[str, dict[str, ScoringWeights]
     priors = {"": {}, " + date .12 when .1": {"w_date": 0.12, "w_when": 0.1}}
     family("combined", {f"{name} k10{label}": {"w_cos": c, "w_lex": x, "w_rrf": r, "rrf_k": 10, **prior}
                         for name, (c, x, r) in shares.items() for label, prior in priors.items()})
+    # Third round: the best combination so far with what was left out of it.
+    best = {"w_cos": 0.35, "w_lex": 0.40, "w_rrf": 0.25, "rrf_k": 10, "w_date": 0.12, "w_when": 0.1}
+    family("combined further", {"+ peaked weights gain 1": {**best, "peak_gain": 1.0},
+                                "+ exact tokens 0.1": {**best, "w_exact": 0.1},
+                                "+ peaked gain 1, exact 0.1": {**best, "peak_gain": 1.0, "w_exact": 0.1},
+                                "date .2 when .15": {**best, "w_date": 0.2, "w_when": 0.15}})
+    # Fourth round: around the best of the third, the lifts and the shares once more.
+    best = {**best, "w_date": 0.2, "w_when": 0.15}
+    family("combined, fourth round", {"reply .7": {**best, "reply_damping": 0.7},
+                                      "reply .9": {**best, "reply_damping": 0.9},
+                                      "rrf k 5": {**best, "rrf_k": 5},
+                                      "cos .30 lex .45": {**best, "w_cos": 0.30, "w_lex": 0.45}})
+    # Fifth round: the exact-token term (for ids and numbers, which LoCoMo hardly has) on the
+    # fourth round's best; "reply .9, exact .1" became the default.
+    family("combined, fifth round", {"exact .1": {**best, "w_exact": 0.1},
+                                     "reply .9, exact .1": {**best, "reply_damping": 0.9, "w_exact": 0.1},
+                                     "reply .9, exact .2": {**best, "reply_damping": 0.9, "w_exact": 0.2}})
     return families
