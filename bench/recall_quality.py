@@ -3,8 +3,12 @@
 Each session of a conversation is ingested as a dated conversation and indexed through the
 real index code (``conversation_nodes`` → ``rows_for`` → ``write_index`` into a LanceDB
 ``NodeIndex`` in a temporary directory, one index per conversation since every question is
-asked against its own conversation). Questions go through the real recall path
-(``MemoryService._scored``: vector top-K ∪ full-text top-K, scoring, propagation, priors).
+asked against its own conversation). Questions go through the real recall path: each
+question's candidates come from ``MemoryService._candidates`` (vector top-K ∪ full-text top-K,
+with every node they can lift) and are scored by ``score_candidates`` (propagation, priors) —
+checked on capture to rank exactly as ``MemoryService._scored``. The captured candidates can
+be kept (``--cases``), so scoring variants (``--variants``, ``--sweep``, ``--ablate``) are
+measured without re-indexing.
 The scored list is reduced to message nodes (one per turn, ``ref`` = dia_id): a parent or
 neighbour can lift a turn through propagation, but a large node never stands for the turns
 inside it.

@@ -243,7 +243,8 @@ def score_candidates(
     """Score hits, lift parents, neighbours and turns one hop, add priors; best first.
 
     ``by_id_lookup`` receives, in one call, the ids of lifted nodes that are not hits and
-    returns those it knows (deleted nodes are simply absent).
+    returns those it knows (deleted nodes are simply absent). ``query``, the recall's text,
+    turns on the exact-token term and the date and when priors (without it they are 0).
     """
     return score_head(cands, by_id_lookup, weights, now, query=query)[0]
 
