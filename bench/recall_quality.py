@@ -3,8 +3,12 @@
 Each session of a conversation is ingested as a dated conversation and indexed through the
 real index code (``conversation_nodes`` → ``rows_for`` → ``write_index`` into a LanceDB
 ``NodeIndex`` in a temporary directory, one index per conversation since every question is
-asked against its own conversation). Questions go through the real recall path
-(``MemoryService._scored``: vector top-K ∪ full-text top-K, scoring, propagation, priors).
+asked against its own conversation). Questions go through the real recall path: each
+question's candidates come from ``MemoryService._candidates`` (vector top-K ∪ full-text top-K,
+with every node they can lift) and are scored by ``score_candidates`` (propagation, priors) —
+checked on capture to rank exactly as ``MemoryService._scored``. The captured candidates can
+be kept (``--cases``), so scoring variants (``--variants``, ``--sweep``, ``--ablate``) are
+measured without re-indexing.
 The scored list is reduced to message nodes (one per turn, ``ref`` = dia_id): a parent or
 neighbour can lift a turn through propagation, but a large node never stands for the turns
 inside it.
@@ -29,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -37,14 +42,18 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from memvault.embeddings import Embedder  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
-from memvault.recall.scoring import score_candidates  # noqa: E402
+from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates  # noqa: E402
 from memvault.ops.memory import MemoryService  # noqa: E402
 from memvault.settings import Settings, load_settings  # noqa: E402
 from stores.nodes import NodeIndex  # noqa: E402
 from tasks.index import rows_for, write_index  # noqa: E402
+
+from fusion_variants import fusion_variants  # noqa: E402
+from recall_metrics import FIGURES, Tally, loo_report, sweep_report  # noqa: E402
 
 MODES = ("full", "vector", "fulltext", "baseline_rrf")
 # --ablate: the full path again with scoring weights changed (same candidates, same index) …
@@ -57,9 +66,6 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "full-cos_only": {"w_cos": 1.0, "w_lex": 0.0, "w_rrf": 0.0},
     "full-rrf_heavy": {"w_cos": 0.35, "w_lex": 0.20, "w_rrf": 0.45},
 }
-# … or with a different number of candidates from each retriever.
-TOP_K_ABLATIONS = (20, 80)
-TURN_KS, SESSION_KS = (5, 10, 25), (2, 5)
 RAW_K = 60  # list length asked of the single retrievers (covers R@25 after dropping non-turns)
 _TOKEN = re.compile(r"[a-z0-9]+")
 _DIA = re.compile(r"^D(\d+):(\d+)$")
@@ -138,10 +144,6 @@ def evidence(qa: dict[str, Any], turn_ids: set[str]) -> list[str]:
     return out
 
 
-def session_of(dia_id: str) -> str:
-    return dia_id.split(":")[0]
-
-
 # --- baseline: plain BM25 + MiniLM, RRF -----------------------------------------------------
 
 
@@ -180,67 +182,6 @@ def rrf(rankings: list[list[int]], k: int = 60) -> list[int]:
     return sorted(fused, key=lambda i: -fused[i])
 
 
-# --- metric -------------------------------------------------------------------------------
-
-
-def recall_at(ranked: list[str], gold: list[str], k: int) -> float:
-    return len(set(ranked[:k]) & set(gold)) / len(gold)
-
-
-def session_ranking(turns: list[str]) -> list[str]:
-    seen: list[str] = []
-    for t in turns:
-        s = session_of(t)
-        if s not in seen:
-            seen.append(s)
-    return seen
-
-
-class Tally:
-    def __init__(self) -> None:
-        self.sums: Counter[str] = Counter()
-        self.n = 0
-
-    def add(self, ranked: list[str], gold: list[str]) -> None:
-        self.n += 1
-        for k in TURN_KS:
-            self.sums[f"turn_R@{k}"] += recall_at(ranked, gold, k)
-        gold_sessions = sorted({session_of(g) for g in gold})
-        ranked_sessions = session_ranking(ranked)
-        for k in SESSION_KS:
-            self.sums[f"session_R@{k}"] += recall_at(ranked_sessions, gold_sessions, k)
-
-    def merge(self, other: "Tally") -> None:
-        self.sums.update(other.sums)
-        self.n += other.n
-
-    def result(self) -> dict[str, float]:
-        keys = [f"turn_R@{k}" for k in TURN_KS] + [f"session_R@{k}" for k in SESSION_KS]
-        return {k: round(self.sums[k] / self.n, 4) if self.n else 0.0 for k in keys}
-
-
-def sweep_report(sweep: tuple[str, list[float]], per_conversation: dict[str, dict[str, Tally]]) -> dict[str, Any]:
-    """Turn R@10 of each value per conversation, and left-one-conversation-out: for each
-    conversation, the value best on the others, scored on it (a check on unseen data)."""
-    name, values = sweep
-    keys = [f"{name}={v:g}" for v in values]
-
-    def r10(tallies: list[Tally]) -> float:
-        n = sum(t.n for t in tallies)
-        return sum(t.sums["turn_R@10"] for t in tallies) / n if n else 0.0
-
-    out: dict[str, Any] = {"per_conversation": {c: {k: round(r10([t[k]]), 4) for k in keys}
-                                                for c, t in per_conversation.items()}}
-    chosen, held_out = {}, []
-    for conv in per_conversation:
-        others = [t for c, t in per_conversation.items() if c != conv]
-        best = max(keys, key=lambda k: r10([t[k] for t in others])) if others else keys[0]
-        chosen[conv] = best
-        held_out.append(per_conversation[conv][best])
-    out["left_one_out"] = {"chosen": chosen, "turn_R@10": round(r10(held_out), 4)}
-    return out
-
-
 # --- one conversation ---------------------------------------------------------------------
 
 
@@ -268,49 +209,130 @@ def turn_ranking(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def run_conversation(sample: dict[str, Any], embedder: CachedEmbedder, tallies: dict[str, Tally],
-                     overrides: dict[str, Any], ablate: bool = False,
-                     sweep: tuple[str, list[float]] | None = None) -> int:
+@dataclass
+class Case:
+    """One question with everything recall scoring sees: the candidates of
+    ``MemoryService._candidates`` and every node they can lift (vectors dropped: scoring does
+    not read them), so variants are scored without the index; plus the other modes' rankings."""
+
+    question: str
+    category: int
+    gold: list[str]
+    hits: list[Candidate]
+    lifted: dict[str, Candidate]
+    modes: dict[str, list[str]]  # vector, fulltext, baseline_rrf: turn rankings
+
+
+@dataclass
+class ConversationCases:
+    cases: list[Case]
+    nodes: dict[str, tuple[str, str | None]]  # id -> (kind, ref): what turn_ranking reads
+
+
+def _liftable(c: Candidate) -> list[str]:
+    return [i for i in [c.parent, c.reply, *(n for n, _ in c.similar), *c.children, *c.siblings] if i]
+
+
+def capture_conversation(sample: dict[str, Any], embedder: CachedEmbedder, overrides: dict[str, Any],
+                         check: bool = True) -> ConversationCases:
+    """Index one conversation and gather every question's candidates through the real recall
+    path. ``check``: the candidates scored with the service's weights must rank exactly as
+    ``MemoryService._scored`` does (the cached path is the recall path)."""
     conv = sample["conversation"]
     all_turns = [t for _, _, _, turns in sessions(conv) for t in turns]
     turn_ids = {str(t["dia_id"]) for t in all_turns}
-    questions = [(str(qa["question"]), ev) for qa in sample.get("qa", []) if (ev := evidence(qa, turn_ids))]
+    questions = [(str(qa["question"]), int(qa.get("category") or 0), ev) for qa in sample.get("qa", [])
+                 if (ev := evidence(qa, turn_ids))]
+    out = ConversationCases([], {})
     with tempfile.TemporaryDirectory(prefix="mv-rq-") as tmp:
         index = {**overrides.get("index", {}), "uri": str(Path(tmp) / "nodes.lance")}
         settings = load_settings(Path(tmp), **{**overrides, "index": index})
         index_conversation(sample, embedder, settings)
         service = MemoryService(settings, embedder)
-        base_weights = service.weights()
-        variants = {name: base_weights.model_copy(update=change) for name, change in ABLATIONS.items()} if ablate else {}
-        if sweep:
-            variants.update({f"{sweep[0]}={v:g}": base_weights.model_copy(update={sweep[0]: v}) for v in sweep[1]})
         raw_ids = [str(t["dia_id"]) for t in all_turns]
         raw_text = [f"{t.get('speaker')}: {t.get('text')}" for t in all_turns]
         bm25 = BM25(raw_text)
         raw_vecs = embedder.embed(raw_text)
-        for question, gold in questions:
-            scored, rows = service._scored(question, settings.recall.top_k)
-            tallies["full"].add(turn_ranking([rows[s.id] for s in scored]), gold)
-            if variants:
-                cands, v_rows, lookup = service._candidates(question, settings.recall.top_k)
-                for name, weights in variants.items():
-                    v_scored = score_candidates(cands, lookup, weights, datetime.now(timezone.utc))
-                    tallies.setdefault(name, Tally()).add(turn_ranking([v_rows[s.id] for s in v_scored]), gold)
-            if ablate:
-                for k in TOP_K_ABLATIONS:
-                    k_scored, k_rows = service._scored(question, k)
-                    tallies.setdefault(f"full-top_k_{k}", Tally()).add(turn_ranking([k_rows[s.id] for s in k_scored]), gold)
+        for question, category, gold in questions:
+            cands, rows, lookup = service._candidates(question, settings.recall.top_k)
+            wanted = sorted({i for c in cands for i in _liftable(c)} - {c.id for c in cands})
+            lifted = dict(lookup(wanted))
+            if check:
+                scored, s_rows = service._scored(question, settings.recall.top_k)
+                expected = turn_ranking([s_rows[s.id] for s in scored])
+            for c in [*cands, *lifted.values()]:
+                c.vector = None
+                out.nodes[c.id] = (rows[c.id]["kind"], rows[c.id].get("ref"))
+            case = Case(question, category, gold, cands, lifted, {})
+            if check:
+                got = rank_case(case, out.nodes, service.weights())
+                assert got == expected, f"cached scoring differs from the recall path on {question!r}"
             qv = embedder.embed_one(question)
             # Each half of recall's own search alone, long enough to hold RAW_K turns once the
             # other node kinds are dropped.
             vector_hits, text_hits = service.nodes.recall_search(qv, question, RAW_K * 3)
-            tallies["vector"].add(turn_ranking(vector_hits), gold)
-            tallies["fulltext"].add(turn_ranking(text_hits), gold)
+            case.modes["vector"] = turn_ranking(vector_hits)
+            case.modes["fulltext"] = turn_ranking(text_hits)
             lex = bm25.scores(question)
             lex_rank = [int(i) for i in np.argsort(-lex, kind="stable") if lex[i] > 0]
             vec_rank = [int(i) for i in np.argsort(-(raw_vecs @ qv), kind="stable")]
-            tallies["baseline_rrf"].add([raw_ids[i] for i in rrf([lex_rank, vec_rank])], gold)
-    return len(questions)
+            case.modes["baseline_rrf"] = [raw_ids[i] for i in rrf([lex_rank, vec_rank])]
+            out.cases.append(case)
+    return out
+
+
+def rank_case(case: Case, nodes: dict[str, tuple[str, str | None]], weights: ScoringWeights) -> list[str]:
+    """The turns of one case in the order recall scoring with ``weights`` ranks them."""
+    scored = score_candidates(case.hits, lambda ids: {i: case.lifted[i] for i in ids if i in case.lifted},
+                              weights, datetime.now(timezone.utc), query=case.question)
+    return turn_ranking([{"kind": nodes[s.id][0], "ref": nodes[s.id][1]} for s in scored])
+
+
+def score_conversation(conv: ConversationCases, tallies: dict[str, Tally], variants: dict[str, ScoringWeights],
+                       memo: dict[str, Tally] | None = None) -> None:
+    """Every mode and variant over one conversation's cases; ``memo`` (weights → tally, see
+    ``--scores``) holds variants already scored on these cases by this scoring code."""
+    for case in conv.cases:
+        for mode, ranked in case.modes.items():
+            tallies.setdefault(mode, Tally()).add(ranked, case.gold, case.category)
+    for name, weights in variants.items():
+        key = weights.model_dump_json()
+        if memo is not None and key in memo:
+            tallies[name] = memo[key]
+            continue
+        tally = tallies[name] = Tally()
+        for case in conv.cases:
+            tally.add(rank_case(case, conv.nodes, weights), case.gold, case.category)
+        if memo is not None:
+            memo[key] = tally
+
+
+def scoring_code_hash() -> str:
+    """What a memoised score depends on besides the weights and the cases: the scoring code."""
+    recall = ROOT / "memvault" / "recall"
+    return hashlib.sha1(b"".join((recall / f).read_bytes() for f in ("scoring.py", "query.py"))).hexdigest()
+
+
+def load_cases(args: argparse.Namespace, data: list[dict[str, Any]], overrides: dict[str, Any],
+               embedder: CachedEmbedder) -> dict[str, ConversationCases]:
+    """Every conversation's cases: from ``--cases`` when it holds this data and these settings,
+    else captured through the index (and written to ``--cases``)."""
+    key = {"data": hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest(), "overrides": overrides,
+           "model_file": str(args.model_file or "")}
+    if args.cases and args.cases.is_file():
+        stored = pickle.loads(args.cases.read_bytes())
+        if stored["key"] == key:
+            return stored["conversations"]
+        print(f"{args.cases} holds other data or settings: capturing again", file=sys.stderr)
+    started = time.perf_counter()
+    out: dict[str, ConversationCases] = {}
+    for sample in data:
+        out[str(sample.get("sample_id"))] = capture_conversation(sample, embedder, overrides)
+        print(f"[{time.perf_counter() - started:6.1f}s] {sample.get('sample_id')}: captured", file=sys.stderr)
+    embedder.save()
+    if args.cases:
+        args.cases.write_bytes(pickle.dumps({"key": key, "conversations": out}))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,11 +341,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
     ap.add_argument("--ablate", action="store_true", help="also score the full path with single recall settings changed")
+    ap.add_argument("--variants", nargs="?", const="", default=None, metavar="FAMILY,...",
+                    help="also score the fusion variants of bench/fusion_variants.py (every family, or those whose "
+                         "names contain one of FAMILY,...) and report each family left one conversation out")
+    ap.add_argument("--scores", type=Path, default=None,
+                    help="pickle file keeping each variant's figures on --cases between runs (same scoring code only)")
+    ap.add_argument("--categories", action="store_true", help="also print the figures of each LoCoMo category")
     ap.add_argument("--cache", type=Path, default=None, help="pickle file keeping embeddings between runs")
+    ap.add_argument("--cases", type=Path, default=None,
+                    help="pickle file keeping every question's candidates between runs (scoring changes need no index)")
     ap.add_argument("--model-file", type=Path, default=None,
                     help="embed with this ONNX graph instead of the product's export (a variant from bench/embedding.py --keep)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
-                    help="override a setting for an ablation, e.g. --set recall.top_k=80")
+                    help="override a setting for the whole run, e.g. --set recall.top_k=80")
     ap.add_argument("--sweep", default=None, metavar="WEIGHT=V1,V2,...",
                     help="score each value of one recall weight (same index and candidates) and report "
                          "turn R@10 per conversation and left-one-conversation-out, e.g. --sweep reply_damping=0,0.5,0.8")
@@ -341,37 +371,73 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(args.data.read_text(encoding="utf-8"))
     data = data[: args.limit_conversations] if args.limit_conversations else data
     embedder = CachedEmbedder(args.cache, args.model_file)
-    tallies = {m: Tally() for m in MODES}
     started = time.perf_counter()
-    questions = 0
+    conversations = load_cases(args, data, overrides, embedder)
+    with tempfile.TemporaryDirectory(prefix="mv-rq-") as tmp:
+        base = MemoryService(load_settings(Path(tmp), **overrides), embedder).weights()
+    variants = {"full": base}
+    if args.ablate:
+        variants.update({name: base.model_copy(update=change) for name, change in ABLATIONS.items()})
+    if sweep:
+        variants.update({f"{sweep[0]}={v:g}": base.model_copy(update={sweep[0]: v}) for v in sweep[1]})
+    families: dict[str, list[str]] = {}
+    if args.variants is not None:
+        wanted = [w.strip() for w in args.variants.split(",") if w.strip()]
+        for family, members in fusion_variants(base).items():
+            if wanted and not any(w in family for w in wanted):
+                continue
+            variants.update(members)
+            families[family] = list(members)
+        families["every variant"] = [n for f in families.values() for n in f]
+    tallies: dict[str, Tally] = {}
     per_conversation: dict[str, dict[str, Tally]] = {}
-    for sample in data:
-        mine = {m: Tally() for m in MODES}
-        questions += run_conversation(sample, embedder, mine, overrides, args.ablate, sweep)
-        per_conversation[str(sample.get("sample_id"))] = mine
+    memo: dict[str, Any] = {}
+    memo_key = {"cases": str(args.cases), "code": scoring_code_hash()}
+    if args.scores and args.scores.is_file():
+        stored = pickle.loads(args.scores.read_bytes())
+        memo = stored["memo"] if stored["key"] == memo_key else {}
+    for conv_id, conv in conversations.items():
+        mine: dict[str, Tally] = {}
+        score_conversation(conv, mine, variants, memo.setdefault(conv_id, {}) if args.scores else None)
+        print(f"[{time.perf_counter() - started:6.1f}s] {conv_id}: scored", file=sys.stderr)
+        per_conversation[conv_id] = mine
         for mode, tally in mine.items():
             tallies.setdefault(mode, Tally()).merge(tally)
-        print(f"[{time.perf_counter() - started:6.1f}s] {sample.get('sample_id')}: {questions} questions so far",
-              file=sys.stderr)
-    embedder.save()
-    result = {m: t.result() for m, t in tallies.items()}
+    if args.scores:
+        args.scores.write_bytes(pickle.dumps({"key": memo_key, "memo": memo}))
+    questions = tallies["full"].n
+    order = ["full", "vector", "fulltext", "baseline_rrf"] + [m for m in tallies if m not in MODES]
+    result: dict[str, Any] = {m: tallies[m].result() for m in order}
+    if args.categories:
+        result["categories"] = {m: tallies[m].categories() for m in MODES}
     if sweep:
         result["sweep"] = sweep_report(sweep, per_conversation)
+    if families:
+        result["left_one_out"] = loo_report(families, per_conversation)
     if args.json:
         print(json.dumps(result, indent=2))
-    else:
-        print(f"{questions} questions, {len(data)} conversations, {time.perf_counter() - started:.0f} s")
-        print(f"{'mode':<26}" + "".join(f"{k:>13}" for k in result["full"]))
-        for mode, figures in result.items():
-            if mode != "sweep":
-                print(f"{mode:<26}" + "".join(f"{v:>13.3f}" for v in figures.values()))
-        if sweep:
-            report = result["sweep"]
-            print(f"\nturn R@10 per conversation, sweeping {sweep[0]}")
-            for conv, figures in report["per_conversation"].items():
-                print(f"{conv:<26}" + "".join(f"{k.split('=')[1]:>8}={v:.3f}" for k, v in figures.items()))
-            loo = report["left_one_out"]
-            print(f"left one conversation out: turn R@10 {loo['turn_R@10']:.3f}, chosen {loo['chosen']}")
+        return 0
+    print(f"{questions} questions, {len(conversations)} conversations, {time.perf_counter() - started:.0f} s")
+    print(f"{'mode':<34}" + "".join(f"{k:>13}" for k in FIGURES))
+    for mode in order:
+        print(f"{mode:<34}" + "".join(f"{v:>13.3f}" for v in result[mode].values()))
+    if args.categories:
+        for mode, cats in result["categories"].items():
+            for cat, figures in cats.items():
+                print(f"{mode + ' / ' + cat + ' (' + str(figures['n']) + ')':<34}"
+                      + "".join(f"{figures[k]:>13.3f}" for k in FIGURES))
+    if sweep:
+        report = result["sweep"]
+        print(f"\nturn R@10 per conversation, sweeping {sweep[0]}")
+        for conv, figures in report["per_conversation"].items():
+            print(f"{conv:<26}" + "".join(f"{k.split('=')[1]:>8}={v:.3f}" for k, v in figures.items()))
+        loo = report["left_one_out"]
+        print(f"left one conversation out: turn R@10 {loo['turn_R@10']:.3f}, chosen {loo['chosen']}")
+    if families:
+        print("\nleft one conversation out, per family (chosen by the mean of the five figures on the other four)")
+        for family, report in result["left_one_out"].items():
+            print(f"{family:<34}" + "".join(f"{report[k]:>13.3f}" for k in FIGURES)
+                  + "   chosen " + ", ".join(sorted(set(report["chosen"].values()))))
     return 0
 
 

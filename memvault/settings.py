@@ -162,10 +162,10 @@ class RecallSettings(Section):
     max_nodes: int = Field(default=8, ge=1, description="Nodes in a recall block")
     max_chars: int = Field(default=6_000, ge=1, description="Characters in a recall block")
     max_node_chars: int = Field(default=1_200, ge=1, description="Characters per node in a recall block")
-    w_cos: float = Field(default=0.55, ge=0, description="Weight of vector cosine")
-    w_lex: float = Field(default=0.20, ge=0, description="Weight of normalized full-text score")
+    w_cos: float = Field(default=0.35, ge=0, description="Weight of vector cosine")
+    w_lex: float = Field(default=0.40, ge=0, description="Weight of normalized full-text score")
     w_rrf: float = Field(default=0.25, ge=0, description="Weight of reciprocal-rank fusion")
-    rrf_k: int = Field(default=60, ge=0, description="RRF constant")
+    rrf_k: int = Field(default=10, ge=0, description="RRF constant")
     parent_damping: float = Field(default=0.55, ge=0, le=1, description="Share of a hit's score lifted to its parent")
     neighbour_damping: float = Field(
         default=0.55, ge=0, le=1, description="Share (× similarity) lifted to a similar neighbour"
@@ -177,8 +177,25 @@ class RecallSettings(Section):
         default=0.5, ge=0, le=1, description="Share of a message hit's score lifted to the other messages of its exchange"
     )
     reply_damping: float = Field(
-        default=0.8, ge=0, le=1,
+        default=0.9, ge=0, le=1,
         description="Share of a message hit's score lifted to the next turn of its conversation (its reply)",
+    )
+    w_exact: float = Field(
+        default=0.1, ge=0,
+        description="Weight of the share of the query's exact tokens (numbers, ids, names) a hit contains",
+    )
+    exact_max_share: float = Field(
+        default=0.25, ge=0, le=1, description="An exact token found in more than this share of the hits is ignored"
+    )
+    w_date: float = Field(
+        default=0.2, ge=0, description="Prior of a node dated inside the day, month or year the query names"
+    )
+    date_slack_days: float = Field(
+        default=14, ge=0, description="A node dated up to this many days after the named period still gets the date prior"
+    )
+    w_when: float = Field(
+        default=0.15, ge=0,
+        description="Prior of a node that dates something (yesterday, last week, a month) when the query asks when",
     )
     diversity: float = Field(default=0.88, ge=0, le=1, description="Drop candidates this similar to a picked node")
 

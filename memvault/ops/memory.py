@@ -72,7 +72,7 @@ class MemoryService:
                 cwd: str | None = None) -> tuple[list[Scored], dict[str, dict[str, Any]]]:
         """Every scored node (``keep``: the best ``keep`` exactly, see ``score_head``) and the rows read."""
         cands, rows, lookup = self._candidates(query, k, scope, cwd)
-        scored, _ = score_head(cands, lookup, self.weights(cwd), datetime.now(timezone.utc), keep)
+        scored, _ = score_head(cands, lookup, self.weights(cwd), datetime.now(timezone.utc), keep, query=query)
         return scored, rows
 
     def _candidates(self, query: str, k: int, scope: Scope = Scope(), cwd: str | None = None
@@ -145,7 +145,7 @@ class MemoryService:
         r = self.settings.recall
         cands, rows, lookup = self._candidates(_checked(query), r.top_k, scope, cwd)
         picked = self._select(cands, lookup, max_nodes or r.max_nodes, max_chars or r.max_chars,
-                              max_node_chars or r.max_node_chars, cwd)
+                              max_node_chars or r.max_node_chars, cwd, query)
         hits = []
         for s in picked:
             row = rows[s.id]
@@ -160,7 +160,8 @@ class MemoryService:
         return {"query": query, "block": render_block(query, hits), "hits": hits}
 
     def _select(self, cands: list[Candidate], lookup: Callable[[list[str]], dict[str, Candidate]],
-                max_nodes: int, max_chars: int, max_node_chars: int, cwd: str | None = None) -> list[Scored]:
+                max_nodes: int, max_chars: int, max_node_chars: int, cwd: str | None = None,
+                query: str | None = None) -> list[Scored]:
         """``select`` over the best-scored nodes, scoring (and reading) only as deep as it goes.
 
         ``select`` is greedy and stops once ``max_nodes`` or ``max_chars`` is reached, so on a
@@ -171,7 +172,7 @@ class MemoryService:
         weights, now = self.weights(cwd), datetime.now(timezone.utc)
         n = max_nodes * 3
         while True:
-            scored, complete = score_head(cands, lookup, weights, now, keep=n)
+            scored, complete = score_head(cands, lookup, weights, now, keep=n, query=query)
             picked = select(scored[:n], max_nodes=max_nodes, max_chars=max_chars, max_node_chars=max_node_chars,
                             diversity=self.settings.recall.diversity)
             if (complete and n >= len(scored)) or len(picked) >= max_nodes or sum(p.chars for p in picked) >= max_chars:

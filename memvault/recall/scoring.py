@@ -1,24 +1,31 @@
 """Score recall candidates and fill the budgets (pure; the node store supplies candidates).
 
-The formula is seed 000 §4:
+Seed 000 §4's formula, with the weights and the query terms chosen left one conversation out
+on LoCoMo dev (bench/README.md, "Fusion variants"):
 
-    base       = (w_cos·cos + w_lex·lexical + w_rrf·RRF) × tier
+    base       = (0.35·cos + 0.40·lexical + 0.25·RRF(k=10) + 0.10·exact) × tier
     propagated = base × 0.55 to the hit's parent, base × 0.55·sim to each similar neighbour,
                  base × 0.55 from an exchange to each of its messages,
                  base × 0.5 from a message to the other messages of its exchange,
-                 base × 0.8 from a message to the turn that replies to it
+                 base × 0.9 from a message to the turn that replies to it
     prior      = 0.06·importance + 0.05·exp(-age/45d) + 0.03·log1p(access)/log 8
+                 + 0.20 if the node is dated in the day/month/year the query names (+14 days)
+                 + 0.15 if the query asks when and the node dates something ("last week")
     score      = max(base, propagated) + prior
 
-Similarity carries most of the weight because RRF alone separates ranks only in the third
-decimal; priors are small on purpose (they break ties, they do not decide); one hop only,
-since two hops decay into noise. Every term lands in ``explain`` and they add up to the score.
+``lexical`` is BM25 over the query's best and ``exact`` the share of the query's exact tokens
+(numbers, ids, names: ``memvault.recall.query``) that the hit contains, among those that tell
+hits apart. The full-text list carries more weight than cosine because on conversations it is
+the stronger list at every depth (cosine alone ranks the evidence turn in the top 5 four times
+in ten, BM25 six); cosine still decides among lexical ties and finds paraphrases. RRF with
+k = 10 rewards a node that both lists put near the top (k = 60 separated ranks only in the
+third decimal). One hop only, since two hops decay into noise. Every term lands in
+``explain`` and they add up to the score.
 
 The reply lift is the one structural term that moves rankings: when the query matches a
 question asked in a conversation ("what's your best camping memory?"), the answer is the turn
-after it, which often shares few of the query's words. It is damped (0.8) so that the reply
-ranks just below the question that found it, not above direct hits.
-"""
+after it, which often shares few of the query's words. It is damped (0.9) so that the reply
+ranks just below the question that found it, not above it."""
 
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -30,15 +37,16 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from memvault.markdown.tree import truncate
+from memvault.recall.query import Period, asks_when, exact_tokens, has_temporal_cue, named_period, words
 
 
 class ScoringWeights(BaseModel):
-    """Every weight of the recall score; defaults follow seed 000 §4."""
+    """Every weight of the recall score; defaults chosen left one conversation out on LoCoMo dev (bench/README.md)."""
 
-    w_cos: float = Field(default=0.55, description="Weight of the cosine similarity to the query")
-    w_lex: float = Field(default=0.20, description="Weight of the lexical (BM25) score, normalized per query by its max")
+    w_cos: float = Field(default=0.35, description="Weight of the cosine similarity to the query")
+    w_lex: float = Field(default=0.40, description="Weight of the lexical (BM25) score, normalized per query by its max")
     w_rrf: float = Field(default=0.25, description="Weight of reciprocal rank fusion, normalized so rank 1 in both lists is 1")
-    rrf_k: int = Field(default=60, description="RRF constant k in 1/(k + rank)")
+    rrf_k: int = Field(default=10, description="RRF constant k in 1/(k + rank)")
     hot_days: float = Field(default=30, description="Nodes younger than this many days are in the hot tier")
     warm_days: float = Field(default=180, description="Nodes younger than this many days (and not hot) are warm")
     tier_hot: float = Field(default=1.00, description="Tier multiplier of hot nodes")
@@ -49,7 +57,7 @@ class ScoringWeights(BaseModel):
     neighbour_damping: float = Field(default=0.55, description="Share of a hit's base × similarity passed to a similar node")
     child_damping: float = Field(default=0.55, description="Share of an exchange hit's base passed to each of its messages")
     sibling_damping: float = Field(default=0.5, description="Share of a message hit's base passed to the other messages of its exchange")
-    reply_damping: float = Field(default=0.8, description="Share of a message hit's base passed to the next turn of its conversation (its reply)")
+    reply_damping: float = Field(default=0.9, description="Share of a message hit's base passed to the next turn of its conversation (its reply)")
     w_importance: float = Field(default=0.06, description="Weight of the importance prior (importance in [0, 1])")
     w_recency: float = Field(default=0.05, description="Weight of the recency prior exp(-age / recency_days)")
     recency_days: float = Field(default=45, description="Scale in days of the recency prior")
@@ -58,6 +66,20 @@ class ScoringWeights(BaseModel):
     access_cap: float = Field(default=1.0, description="Cap on log1p(access)/log(access_base), so access never outweighs relevance")
     diversity: float = Field(default=0.88, description="A candidate this cosine-similar to a picked node is dropped")
     w_project: float = Field(default=0.0, description="Prior of a node of the project the recall is made from (0: no project known)")
+    cos_norm: Literal["raw", "minmax"] = Field(
+        default="raw", description="Cosine as is (raw) or rescaled over the query's vector hits, best 1, worst 0 (minmax)")
+    lex_norm: Literal["max", "minmax"] = Field(
+        default="max", description="BM25 over the query's best (max) or rescaled over its full-text hits, best 1, worst 0 (minmax)")
+    peak_gain: float = Field(
+        default=0.0, description="Query-dependent weights: share of min(w_cos, w_lex) moved towards the more peaked list")
+    peak_depth: int = Field(default=10, description="How peaked a list is: its best against the mean of its first peak_depth")
+    w_exact: float = Field(
+        default=0.1, description="Weight of the share of the query's exact tokens (numbers, ids, names) a hit contains")
+    exact_max_share: float = Field(
+        default=0.25, description="An exact token in more than this share of the hits tells them apart from nothing: ignored")
+    w_date: float = Field(default=0.2, description="Prior of a node dated inside the period the query names (a day, month, year)")
+    date_slack_days: float = Field(default=14, description="A node dated up to this many days after the named period still counts")
+    w_when: float = Field(default=0.15, description="Prior of a hit that dates something (yesterday, last week, a month) on a when-question")
 
 
 @dataclass
@@ -126,28 +148,88 @@ def _tier(age: float | None, w: ScoringWeights) -> tuple[str, float]:
     return "cold", w.tier_cold
 
 
-def _base(c: Candidate, max_lex: float, age: float | None, w: ScoringWeights) -> dict[str, float | str | None]:
+@dataclass
+class _Query:
+    """What the base and the priors of one query share: each list's scale and weight, the
+    query's exact tokens that tell hits apart, the period it names, whether it asks when."""
+
+    max_lex: float = 0.0
+    min_lex: float = 0.0
+    cos_range: tuple[float, float] = (0.0, 1.0)
+    w_cos: float = 0.0
+    w_lex: float = 0.0
+    exact: tuple[str, ...] = ()
+    period: Period | None = None
+    when: bool = False
+
+
+def _peak(values: list[float], depth: int) -> float:
+    """How far a list's best stands out: (best − mean of the first ``depth``) / best, in [0, 1]."""
+    top = sorted(values, reverse=True)[: max(depth, 2)]
+    if len(top) < 2 or top[0] <= 0:
+        return 0.0
+    return max(0.0, (top[0] - sum(top[1:]) / (len(top) - 1)) / top[0])
+
+
+def _query_view(hits: Mapping[str, Candidate], query: str | None, w: ScoringWeights) -> _Query:
+    lex = [c.lexical for c in hits.values() if c.lexical is not None and c.fts_rank is not None]
+    cos = [c.cos for c in hits.values() if c.cos is not None and c.vector_rank is not None]
+    q = _Query(max_lex=max(lex, default=0.0), min_lex=min(lex, default=0.0), w_cos=w.w_cos, w_lex=w.w_lex)
+    if cos:
+        q.cos_range = (min(cos), max(cos))
+    if w.peak_gain and lex and cos:
+        p_lex, p_cos = _peak(lex, w.peak_depth), _peak(cos, w.peak_depth)
+        if p_lex + p_cos > 0:
+            shift = w.peak_gain * (p_lex - p_cos) / (p_lex + p_cos) * min(w.w_cos, w.w_lex)
+            q.w_cos, q.w_lex = w.w_cos - shift, w.w_lex + shift
+    if query and w.w_exact:
+        texts = [words(c.text) for c in hits.values()]
+        limit = max(1.0, w.exact_max_share * len(texts))  # a token in one hit always tells it apart
+        q.exact = tuple(t for t in exact_tokens(query) if 0 < sum(t in ws for ws in texts) <= limit)
+    if query and w.w_date:
+        q.period = named_period(query)
+    q.when = bool(query and w.w_when and asks_when(query))
+    return q
+
+
+def _base(c: Candidate, q: _Query, age: float | None, w: ScoringWeights) -> dict[str, float | str | None]:
     cos = min(max(c.cos or 0.0, 0.0), 1.0)
-    lex = (c.lexical or 0.0) / max_lex if max_lex > 0 and (c.lexical or 0.0) > 0 else 0.0
+    if w.cos_norm == "minmax" and c.cos is not None:
+        lo, hi = q.cos_range
+        cos = min(max((c.cos - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 1.0
+    raw_lex = c.lexical or 0.0
+    if raw_lex <= 0 or q.max_lex <= 0:
+        lex = 0.0
+    elif w.lex_norm == "minmax":
+        lex = (raw_lex - q.min_lex) / (q.max_lex - q.min_lex) if q.max_lex > q.min_lex else 1.0
+    else:
+        lex = raw_lex / q.max_lex
     rrf = sum(1 / (w.rrf_k + r) for r in (c.vector_rank, c.fts_rank) if r is not None) * (w.rrf_k + 1) / 2
+    exact = 0.0
+    if q.exact:
+        have = words(c.text)
+        exact = sum(t in have for t in q.exact) / len(q.exact)
     tier_name, tier = _tier(age, w)
-    cos_term, lex_term, rrf_term = w.w_cos * cos, w.w_lex * lex, w.w_rrf * rrf
+    cos_term, lex_term, rrf_term, exact_term = q.w_cos * cos, q.w_lex * lex, w.w_rrf * rrf, w.w_exact * exact
     return {
-        "cos": cos, "lexical": lex, "rrf": rrf,
-        "cos_term": cos_term, "lexical_term": lex_term, "rrf_term": rrf_term,
-        "tier_name": tier_name, "tier": tier, "base": (cos_term + lex_term + rrf_term) * tier,
+        "cos": cos, "lexical": lex, "rrf": rrf, "exact": exact,
+        "cos_term": cos_term, "lexical_term": lex_term, "rrf_term": rrf_term, "exact_term": exact_term,
+        "tier_name": tier_name, "tier": tier, "base": (cos_term + lex_term + rrf_term + exact_term) * tier,
     }  # fmt: skip
 
 
-def _priors(c: Candidate, age: float | None, w: ScoringWeights) -> dict[str, float]:
+def _priors(c: Candidate, age: float | None, w: ScoringWeights, q: _Query) -> dict[str, float]:
     importance = w.w_importance * min(max(c.importance, 0.0), 1.0)
     recency = w.w_recency * math.exp(-age / w.recency_days) if age is not None else 0.0
     access_ratio = math.log1p(max(c.access, 0)) / math.log(w.access_base)
+    dated = q.period is not None and c.timestamp is not None and q.period.holds(c.timestamp, w.date_slack_days)
     return {
         "importance_prior": importance,
         "recency_prior": recency,
         "access_prior": w.w_access * min(access_ratio, w.access_cap),
         "project_prior": w.w_project if c.in_project else 0.0,
+        "date_prior": w.w_date if dated else 0.0,
+        "when_prior": w.w_when if q.when and has_temporal_cue(c.text) else 0.0,
     }
 
 
@@ -156,17 +238,21 @@ def score_candidates(
     by_id_lookup: Lookup,
     weights: ScoringWeights | None = None,
     now: datetime | None = None,
+    query: str | None = None,
 ) -> list[Scored]:
     """Score hits, lift parents, neighbours and turns one hop, add priors; best first.
 
     ``by_id_lookup`` receives, in one call, the ids of lifted nodes that are not hits and
-    returns those it knows (deleted nodes are simply absent).
+    returns those it knows (deleted nodes are simply absent). ``query``, the recall's text,
+    turns on the exact-token term and the date and when priors (without it they are 0).
     """
-    return score_head(cands, by_id_lookup, weights, now)[0]
+    return score_head(cands, by_id_lookup, weights, now, query=query)[0]
 
 
-def _max_prior(w: ScoringWeights) -> float:
-    return w.w_importance + w.w_recency + w.w_access * w.access_cap + max(w.w_project, 0.0)
+def _max_prior(w: ScoringWeights, q: _Query) -> float:
+    # The date and when priors only count when this query can give them (it names a period, it asks when).
+    return (w.w_importance + w.w_recency + w.w_access * w.access_cap + max(w.w_project, 0.0)
+            + (max(w.w_date, 0.0) if q.period else 0.0) + (max(w.w_when, 0.0) if q.when else 0.0))
 
 
 def score_head(
@@ -175,6 +261,7 @@ def score_head(
     weights: ScoringWeights | None = None,
     now: datetime | None = None,
     keep: int | None = None,
+    query: str | None = None,
 ) -> tuple[list[Scored], bool]:
     """``score_candidates`` whose first ``keep`` nodes are exact, reading fewer lifted nodes.
 
@@ -187,9 +274,9 @@ def score_head(
     hits: dict[str, Candidate] = {}
     for c in cands:
         hits.setdefault(c.id, c)
-    max_lex = max((c.lexical for c in hits.values() if c.lexical is not None), default=0.0)
+    q = _query_view(hits, query, w)
     ages = {cid: _age(c, now) for cid, c in hits.items()}
-    bases = {cid: _base(c, max_lex, ages[cid], w) for cid, c in hits.items()}
+    bases = {cid: _base(c, q, ages[cid], w) for cid, c in hits.items()}
 
     lifted: dict[str, tuple[float, str, str]] = {}  # id -> (best propagation, from which hit, how)
 
@@ -211,9 +298,9 @@ def score_head(
     missing = [nid for nid in lifted if nid not in hits]
     complete = True
     if keep is not None and len(hits) >= keep > 0:
-        floors = sorted((float(bases[cid]["base"] or 0.0) + sum(_priors(c, ages[cid], w).values())
+        floors = sorted((float(bases[cid]["base"] or 0.0) + sum(_priors(c, ages[cid], w, q).values())
                          for cid, c in hits.items()), reverse=True)
-        bar = floors[keep - 1] - _max_prior(w)
+        bar = floors[keep - 1] - _max_prior(w, q)
         reachable = [nid for nid in missing if lifted[nid][0] >= bar]
         complete = len(reachable) == len(missing)
         missing = reachable
@@ -223,11 +310,11 @@ def score_head(
     out: list[Scored] = []
     for c in nodes:
         age = ages[c.id] if c.id in hits else _age(c, now)
-        terms = bases[c.id] if c.id in hits else _base(Candidate(c.id), 0.0, age, w)  # base 0: not a hit
+        terms = bases[c.id] if c.id in hits else _base(Candidate(c.id), _Query(), age, w)  # base 0: not a hit
         propagation, source, via = lifted.get(c.id, (0.0, None, None))
         base = float(terms["base"] or 0.0)
         relevance = max(base, propagation)
-        priors = _priors(c, age, w)
+        priors = _priors(c, age, w, q)
         total = relevance + sum(priors.values())
         explain = {
             **terms,

@@ -26,13 +26,17 @@ def by_id(scored: list[Scored]) -> dict[str, Scored]:
     return {s.id: s for s in scored}
 
 
+# Seed 000's weights, which the formula's arithmetic below is written in.
+SEED = ScoringWeights(w_cos=0.55, w_lex=0.20, w_rrf=0.25, rrf_k=60)
+
+
 def test_base_formula_and_normalization() -> None:
     cands = [
         Candidate("a", cos=0.8, lexical=12.0, vector_rank=1, fts_rank=1, age_days=10),
         Candidate("b", cos=0.5, lexical=6.0, vector_rank=2, fts_rank=2, age_days=100),
         Candidate("c", lexical=3.0, fts_rank=3, age_days=400),
     ]
-    scored = by_id(score_candidates(cands, no_lookup, ScoringWeights(), NOW))
+    scored = by_id(score_candidates(cands, no_lookup, SEED, NOW))
     a, b, c = scored["a"].explain, scored["b"].explain, scored["c"].explain
     assert a["rrf"] == pytest.approx(1.0)  # rank 1 in both lists
     assert a["lexical"] == pytest.approx(1.0) and b["lexical"] == pytest.approx(0.5)

@@ -1,0 +1,66 @@
+"""The fusion variants `bench/recall_quality.py --variants` scores, in families.
+
+A family is one idea with its free parameter on a small grid; `--variants` reports each member
+on the dev file and, per family, left one conversation out (the member best on the other
+conversations, scored on the held-out one). Every variant is a `ScoringWeights` change, so
+the product can run any of them from settings alone.
+"""
+
+from memvault.recall.scoring import ScoringWeights
+
+
+# Seed 000's weights, what the first three rounds were measured against (the product's
+# defaults changed after the fourth round: every variant states every weight it moves).
+SEED = {"w_cos": 0.55, "w_lex": 0.20, "w_rrf": 0.25, "rrf_k": 60, "reply_damping": 0.8,
+        "w_exact": 0.0, "w_date": 0.0, "w_when": 0.0}
+
+
+def fusion_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights]]:
+    """Family name → {variant name: weights}."""
+    families: dict[str, dict[str, ScoringWeights]] = {}
+    base = defaults.model_copy(update=SEED)
+
+    def family(name: str, changes: dict[str, dict[str, object]]) -> None:
+        families[name] = {f"{name}: {label}": base.model_copy(update=change) for label, change in changes.items()}
+
+    family("seed weights", {"cos .55 lex .20 rrf .25": {}})
+    # Calibration by weight: the lists' raw scales kept, their shares moved.
+    family("lexical share", {f"cos {c:.2f} lex {x:.2f}": {"w_cos": c, "w_lex": x}
+                             for c, x in ((0.45, 0.30), (0.35, 0.40), (0.25, 0.50))})
+    # Per-list normalisation: each list rescaled over the query's own hits, best 1, worst 0.
+    family("min-max per list", {"cosine": {"cos_norm": "minmax"}, "bm25": {"lex_norm": "minmax"},
+                                "both": {"cos_norm": "minmax", "lex_norm": "minmax"}})
+    # Rank-based: reciprocal-rank fusion with a sharper k, and with a larger share.
+    family("rrf inside", {f"k {k} rrf {r:.2f}": {"rrf_k": k, "w_rrf": r, "w_cos": 0.55 - (r - 0.25)}
+                          for k in (10, 30) for r in (0.25, 0.45)})
+    # Query-dependent weights: a share of the weaker weight moves to the list whose best stands out.
+    family("peaked weights", {f"gain {g:g}": {"peak_gain": g} for g in (0.5, 1.0)})
+    # Lexical-first gate for exact tokens (numbers, ids, names).
+    family("exact tokens", {f"w_exact {x:g}": {"w_exact": x} for x in (0.05, 0.1, 0.2, 0.4)})
+    # Date-aware priors: a node of the period the query names; a dating turn on a when-question.
+    family("date prior", {f"w_date {x:g}": {"w_date": x} for x in (0.03, 0.06, 0.12, 0.2)})
+    family("when prior", {f"w_when {x:g}": {"w_when": x} for x in (0.02, 0.05, 0.1, 0.15)})
+    # Combinations of what helped alone (second round, after the single families above).
+    shares = {"cos .35 lex .40 rrf .25": (0.35, 0.40, 0.25), "cos .30 lex .35 rrf .35": (0.30, 0.35, 0.35),
+              "cos .25 lex .50 rrf .25": (0.25, 0.50, 0.25)}
+    priors = {"": {}, " + date .12 when .1": {"w_date": 0.12, "w_when": 0.1}}
+    family("combined", {f"{name} k10{label}": {"w_cos": c, "w_lex": x, "w_rrf": r, "rrf_k": 10, **prior}
+                        for name, (c, x, r) in shares.items() for label, prior in priors.items()})
+    # Third round: the best combination so far with what was left out of it.
+    best = {"w_cos": 0.35, "w_lex": 0.40, "w_rrf": 0.25, "rrf_k": 10, "w_date": 0.12, "w_when": 0.1}
+    family("combined further", {"+ peaked weights gain 1": {**best, "peak_gain": 1.0},
+                                "+ exact tokens 0.1": {**best, "w_exact": 0.1},
+                                "+ peaked gain 1, exact 0.1": {**best, "peak_gain": 1.0, "w_exact": 0.1},
+                                "date .2 when .15": {**best, "w_date": 0.2, "w_when": 0.15}})
+    # Fourth round: around the best of the third, the lifts and the shares once more.
+    best = {**best, "w_date": 0.2, "w_when": 0.15}
+    family("combined, fourth round", {"reply .7": {**best, "reply_damping": 0.7},
+                                      "reply .9": {**best, "reply_damping": 0.9},
+                                      "rrf k 5": {**best, "rrf_k": 5},
+                                      "cos .30 lex .45": {**best, "w_cos": 0.30, "w_lex": 0.45}})
+    # Fifth round: the exact-token term (for ids and numbers, which LoCoMo hardly has) on the
+    # fourth round's best; "reply .9, exact .1" became the default.
+    family("combined, fifth round", {"exact .1": {**best, "w_exact": 0.1},
+                                     "reply .9, exact .1": {**best, "reply_damping": 0.9, "w_exact": 0.1},
+                                     "reply .9, exact .2": {**best, "reply_damping": 0.9, "w_exact": 0.2}})
+    return families

@@ -1,0 +1,110 @@
+"""What a recall query says beyond its words (pure): the exact tokens it names and the period
+of time it names, the two query features recall scoring can use (see ``scoring``).
+
+Exact tokens are what a person types when they mean one thing: a number ("18th", "2023"), an
+identifier ("PR-1432", "db_backup.sh") or a name (a capitalised word that is not the first
+word of the sentence). Embeddings blur them ("1432" is near "1433"); the turn that contains
+the token is usually the one meant.
+"""
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]*[A-Za-z0-9]|[A-Za-z0-9]")
+_TOKEN = re.compile(r"[a-z0-9]+")
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_MONTH_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_MONTH = "(" + _MONTH_NAMES + r")\.?"
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH},?\s+(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(\d{{4}})\b", re.I)
+_YEAR = re.compile(r"\b(?:in|of|during|since|by)\s+((?:19|20)\d{2})\b", re.I)
+# Words that are capitalised at the start of a question, not names.
+_STOP = {"what", "when", "where", "who", "whom", "whose", "which", "why", "how", "did", "does", "do", "is",
+         "are", "was", "were", "can", "could", "would", "should", "will", "has", "have", "had", "the", "a",
+         "an", "i", "in", "on", "of", "and", "or", "to", "for", "my", "me", "we", "our", "you", "your"}
+
+
+def words(text: str) -> set[str]:
+    """Lowercase alphanumeric tokens, as exact-token matching compares them."""
+    return set(_TOKEN.findall(text.lower()))
+
+
+def exact_tokens(query: str) -> list[str]:
+    """The query's exact tokens, lowercase alphanumeric parts, each once.
+
+    A token with a digit, an identifier with inner ``-_./`` or a capitalised word after the
+    first word; question words and other function words never count.
+    """
+    out: list[str] = []
+    for i, match in enumerate(_WORD.finditer(query)):
+        word = match.group(0)
+        inner = any(ch in word for ch in "-_./")
+        if any(ch.isdigit() for ch in word) or inner or (i > 0 and word[0].isupper()):
+            for part in _TOKEN.findall(word.lower()):
+                if part not in _STOP and part not in out and (len(part) > 1 or part.isdigit()):
+                    out.append(part)
+    return out
+
+
+@dataclass(frozen=True)
+class Period:
+    """A span of time a query names: [start, end)."""
+
+    start: datetime
+    end: datetime
+
+    def holds(self, t: datetime, slack_days: float) -> bool:
+        """``t`` inside the period, or up to ``slack_days`` after it (events are told after they happen)."""
+        t = t.replace(tzinfo=None)
+        return self.start <= t < self.end + timedelta(days=slack_days)
+
+
+def _month_end(year: int, month: int) -> datetime:
+    return datetime(year + (month == 12), month % 12 + 1, 1)
+
+
+def named_period(query: str) -> Period | None:
+    """The day, month or year a query names ("on 9 November, 2022", "in May 2023", "in 2021"),
+    the most precise first; None when it names none."""
+    for pattern, day_group, month_group in ((_DAY_MONTH_YEAR, 1, 2), (_MONTH_DAY_YEAR, 2, 1)):
+        m = pattern.search(query)
+        if m:
+            try:
+                start = datetime(int(m.group(3)), _MONTHS[m.group(month_group).lower()], int(m.group(day_group)))
+            except ValueError:
+                continue
+            return Period(start, start + timedelta(days=1))
+    m = _MONTH_YEAR.search(query)
+    if m:
+        year, month = int(m.group(2)), _MONTHS[m.group(1).lower()]
+        return Period(datetime(year, month, 1), _month_end(year, month))
+    m = _YEAR.search(query)
+    if m:
+        year = int(m.group(1))
+        return Period(datetime(year, 1, 1), datetime(year + 1, 1, 1))
+    return None
+
+
+_ASKS_WHEN = re.compile(r"^\s*when\b|\bhow long ago\b|\bwhat (?:year|month|day|date|time)\b|\bwhich (?:year|month|day)\b", re.I)
+# Full month names only, and not "may" (a verb far more often than a month).
+_CUE_MONTHS = "|".join(name.lower() for name in calendar.month_name if name and name != "May")
+_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_TEMPORAL_CUE = re.compile(
+    rf"\b(?:yesterday|today|tonight|tomorrow|recently|ago|(?:last|next|this|past)\s+(?:week|weekend|month|year|"
+    rf"night|summer|winter|spring|fall|autumn|morning|{_DAYS})|{_DAYS}|{_CUE_MONTHS}|(?:19|20)\d{{2}})\b",
+    re.I,
+)
+
+
+def asks_when(query: str) -> bool:
+    """A question about when something happened ("When did …", "how long ago …")."""
+    return bool(_ASKS_WHEN.search(query))
+
+
+def has_temporal_cue(text: str) -> bool:
+    """The text dates something: "yesterday", "last week", a weekday, a month, a year."""
+    return bool(_TEMPORAL_CUE.search(text))
