@@ -24,7 +24,7 @@ from memvault.engines import structured
 from memvault.failpoints import failpoint
 from memvault.prompts import Prompt, load_prompt
 from stores.rows import MessageRow
-from tasks.chunk_model import ChunkReply, RepairError, repair, show, windows
+from tasks.chunk_model import ChunkReply, RepairError, repair, reply_tokens, show, windows
 from tasks.context import ModelStageResult, StageContext
 from tasks.text import EMBED_CHARS, label
 
@@ -139,7 +139,7 @@ def model_chunks(ctx: StageContext, cid: str, prompt: Prompt) -> tuple[list[tupl
         text = prompt.render(title=conv.title or "untitled", source=conv.source,
                              date=date.strftime("%Y-%m-%d") if date else "undated",
                              first_id="m1", last_id=f"m{len(window)}", messages=show(window))
-        reply = structured(ctx.engine, prompt.system, text, ChunkReply, settings.max_output_tokens,
+        reply = structured(ctx.engine, prompt.system, text, ChunkReply, reply_tokens(len(window), settings.max_output_tokens),
                            cache_prefix=prompt.system)
         ctx.charge("chunk", reply.completions)
         if reply.value is None:
