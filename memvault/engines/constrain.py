@@ -305,11 +305,12 @@ def advance(state: State, ch: str) -> State | None:
 
 def advance_text(state: State, text: str) -> State | None:
     """`advance` over each character of `text`."""
-    current: State | None = state
+    current = state
     for ch in text:
-        current = advance(current, ch)
-        if current is None:
+        nxt = advance(current, ch)
+        if nxt is None:
             return None
+        current = nxt
     return current
 
 
@@ -322,17 +323,17 @@ def _frame_min(frame: Frame) -> int:
     if kind == "S":
         _, node, n, esc, prefix = frame
         if esc:
-            return (1 if esc == 1 else 6 - esc) + max(0, node.min_len - n - 1) + 1
+            return int((1 if esc == 1 else 6 - esc) + max(0, node.min_len - n - 1) + 1)
         if node.enum is not None:
             return min(len(e) for e in node.enum if e.startswith(prefix)) - len(prefix) + 1
-        return max(0, node.min_len - n) + 1
+        return int(max(0, node.min_len - n) + 1)
     if kind == "I":
         return 0 if frame[1] else 1
     node = frame[1]
     if kind == "A0":
-        return 1 if node.min_items == 0 else node.min_items * (node.item.min_chars + 1)
+        return 1 if node.min_items == 0 else int(node.min_items * (node.item.min_chars + 1))
     missing = max(0, node.min_items - int(frame[2]))
-    return missing * (node.item.min_chars + 1) + 1
+    return int(missing * (node.item.min_chars + 1) + 1)
 
 
 def min_finish(state: State) -> int:
