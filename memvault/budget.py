@@ -44,6 +44,9 @@ class Budget:
             entry["calls"] += 1
             entry["tokens"] += spent
             entry["model_seconds"] += done.seconds
+            # Prompt and reply apart: a long prompt per call is what a small model pays for most.
+            entry["prompt_tokens"] = entry.get("prompt_tokens", 0) + done.prompt_tokens
+            entry["reply_tokens"] = entry.get("reply_tokens", 0) + done.completion_tokens
 
     def exhausted(self) -> str | None:
         """Why no new unit may start (and remember it), or None while budget remains."""
@@ -60,9 +63,19 @@ class Budget:
         return {"calls": int(entry["calls"]), "tokens": int(entry["tokens"]),
                 "model_seconds": round(entry["model_seconds"], 3)}
 
+    def model_calls(self) -> dict[str, dict[str, Any]]:
+        """Per stage: calls, prompt tokens (total and mean per call) and reply tokens."""
+        out = {}
+        for stage, entry in self.per_stage.items():
+            calls, prompt = int(entry["calls"]), int(entry.get("prompt_tokens", 0))
+            out[stage] = {"calls": calls, "prompt_tokens": prompt,
+                          "prompt_tokens_per_call": round(prompt / calls) if calls else 0,
+                          "reply_tokens": int(entry.get("reply_tokens", 0))}
+        return out
+
     def summary(self) -> dict[str, Any]:
         return {"max_tokens": self.max_tokens, "max_seconds": self.max_seconds, "tokens": self.tokens,
-                "calls": self.calls, "stopped": self.stopped}
+                "calls": self.calls, "stopped": self.stopped, "model_calls": self.model_calls()}
 
 
 def progress(left: dict[str, int], done: dict[str, int], seconds: dict[str, float]) -> dict[str, Any]:

@@ -72,6 +72,12 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(f"\n**Budget:** {budget.get('tokens', 0)} of {budget.get('max_tokens')} tokens, "
                      f"{budget.get('calls', 0)} model call(s)" +
                      (f"; stopped: {budget['stopped']}" if budget.get("stopped") else ""))
+    calls = budget.get("model_calls") or {}
+    if calls:
+        lines += ["", "| model calls | calls | prompt tokens | prompt tokens per call | reply tokens |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {stage} | {c['calls']} | {c['prompt_tokens']} | {c['prompt_tokens_per_call']} | "
+                  f"{c['reply_tokens']} |" for stage, c in calls.items()]
     errors = report["stages"].get("ingest", {}).get("errors") or []
     if errors:
         lines += ["", f"**Ingest errors ({len(errors)}):**"]

@@ -30,7 +30,7 @@ from memvault.logs import conv_label
 from memvault.prompts import Prompt, load_prompt
 from memvault.settings import ChunkSettings
 from stores.rows import ConversationRow, MessageRow
-from tasks.chunk_model import ChunkReply, RepairError, repair, show, windows
+from tasks.chunk_model import ChunkReply, RepairError, repair, reply_tokens, show, windows
 from tasks.chunk_segment import boundaries, exchange_vectors, segment
 from tasks.context import ModelStageResult, StageContext
 from tasks.text import EMBED_CHARS, label
@@ -130,7 +130,7 @@ def model_segments(engine: Engine, prompt: Prompt, settings: ChunkSettings, conv
         text = prompt.render(title=conv.title or "untitled", source=conv.source,
                              date=date.strftime("%Y-%m-%d") if date else "undated",
                              first_id="m1", last_id=f"m{len(window)}", messages=show(window))
-        reply = structured(engine, prompt.system, text, ChunkReply, settings.max_output_tokens,
+        reply = structured(engine, prompt.system, text, ChunkReply, reply_tokens(len(window), settings.max_output_tokens),
                            cache_prefix=prompt.system)
         charge(reply.completions)
         if reply.value is None:

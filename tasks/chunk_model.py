@@ -14,6 +14,11 @@ from stores.rows import MessageRow
 
 _NUMBER = re.compile(r"\d+")
 MESSAGE_CHARS = 700  # of each message shown to the model; the chunk keeps the full text
+# A reply's size: `{"chunks": [` and its close, then one span of about 30 tokens
+# (`{"start": "m12", "end": "m19", "label": "…eight words…"}`) per chunk, and a topic
+# spans at least one exchange (two messages).
+_REPLY_OVERHEAD_TOKENS = 16
+_SPAN_TOKENS = 32
 
 
 class ChunkSpan(BaseModel):
@@ -43,6 +48,14 @@ def windows(messages: list[MessageRow], max_chars: int) -> list[list[MessageRow]
             out.append([m])
             size = shown
     return out
+
+
+def reply_tokens(n_messages: int, cap: int) -> int:
+    """`max_tokens` for a window of `n_messages`: room for a chunk per exchange, at most `cap`.
+
+    A small model that does not stop stops here instead of running on to the stage's cap.
+    """
+    return max(1, min(cap, _REPLY_OVERHEAD_TOKENS + _SPAN_TOKENS * -(-n_messages // 2)))
 
 
 def show(messages: list[MessageRow]) -> str:

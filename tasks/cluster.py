@@ -38,7 +38,7 @@ from memvault.logs import conv_label
 from memvault.noise import is_low_content
 from memvault.prompts import Prompt, load_prompt
 from stores.meta import BucketsPage, bucket_key
-from tasks.cluster_model import ClusterReply, decide, show_buckets, show_chunks
+from tasks.cluster_model import ClusterReply, decide, reply_tokens, show_buckets, show_chunks
 from tasks.cluster_projects import apart_matrix, other_project
 from tasks.context import ModelStageResult, StageContext
 from memvault.titles import topic_title
@@ -302,7 +302,7 @@ def assign_by_model(run: ClusterPass, pending: Pending, prompt: Prompt) -> Model
         chunks = [ledger.chunk(c) for c in batch]
         bucket_descriptions = {b.name: b.description for b in ledger.buckets()}
         text = prompt.render(buckets=show_buckets(bucket_descriptions), chunks=show_chunks(chunks, settings.chunk_prompt_chars))
-        reply = structured(ctx.engine, prompt.system, text, ClusterReply, settings.max_output_tokens,
+        reply = structured(ctx.engine, prompt.system, text, ClusterReply, reply_tokens(len(batch), settings.max_output_tokens),
                            cache_prefix=prompt.system)
         ctx.charge("cluster", reply.completions)
         decisions = decide(reply.value, len(batch), {bucket_key(n): n for n in bucket_descriptions}) if reply.value else \

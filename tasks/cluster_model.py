@@ -15,6 +15,17 @@ from stores.meta import bucket_key
 from stores.rows import ChunkRow
 
 
+# A reply's size: the `{"assignments": [` frame, then per chunk an entry with a bucket
+# name or a proposal (name and a one-sentence description): about 80 tokens at most.
+_REPLY_OVERHEAD_TOKENS = 16
+_ENTRY_TOKENS = 80
+
+
+def reply_tokens(n_chunks: int, cap: int) -> int:
+    """`max_tokens` for a batch of `n_chunks`: one entry each, at most `cap`."""
+    return max(1, min(cap, _REPLY_OVERHEAD_TOKENS + _ENTRY_TOKENS * n_chunks))
+
+
 class NewBucket(BaseModel):
     name: str = Field(min_length=2, max_length=80)
     description: str = Field(min_length=1, max_length=600)

@@ -41,7 +41,8 @@ _NO_MODEL = "stages use embedding-based segmentation and clustering and extracti
 def _mlx(settings: EngineSettings) -> "MlxEngine":
     from memvault.engines.mlx import MlxEngine
 
-    return MlxEngine(str(settings.mlx_model), temperature=settings.temperature, top_p=settings.top_p)
+    return MlxEngine(str(settings.mlx_model), temperature=settings.temperature, top_p=settings.top_p,
+                     constrain=settings.json_schema != "off")
 
 
 def _openai(settings: EngineSettings) -> "OpenAIEngine":
@@ -55,6 +56,7 @@ def _openai(settings: EngineSettings) -> "OpenAIEngine":
         retries=settings.retries,
         temperature=settings.temperature,
         top_p=settings.top_p,
+        json_schema=settings.json_schema,
     )
 
 

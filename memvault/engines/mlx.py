@@ -3,17 +3,27 @@
 The model loads once, lazily, from a local folder or the Hugging Face cache — never from the
 network. A shared system-prompt prefix (`cache_prefix`) is prefilled once into a KV cache and
 each call continues from a deep copy of it, as `mlx_lm.server` does with its prompt cache.
+
+With `constrain` on (the default), a call given a `json_schema` decodes under it: a logits
+processor masks every token that would leave the schema (memvault.engines.constrain), and
+generation stops as soon as the JSON value is complete — a tokenizer without an EOS token,
+or a model that never emits it, no longer runs on to `max_tokens`.
 """
 
 import copy
+import json
 import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from memvault.engines.base import Completion, EngineError, check_cache_prefix
+from memvault.engines.constrain import JsonConstraint, Node, TokenVocab, UnsupportedSchema, compile_schema
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +92,10 @@ class MlxEngine:
         top_p: float = 0.95,
         max_kv_size: int | None = None,
         seed: int | None = None,
+        constrain: bool = True,
     ) -> None:
         self.model: str | None = model
+        self.constrain = constrain
         self.temperature = temperature
         self.top_p = top_p
         self.max_kv_size = max_kv_size
@@ -94,6 +106,8 @@ class MlxEngine:
         self._lock = threading.Lock()
         self._loaded: tuple[Any, Any] | None = None
         self._prefixes: OrderedDict[str, tuple[list[int], list[Any]]] = OrderedDict()
+        self._vocab: TokenVocab | None = None
+        self._grammars: dict[str, Node | None] = {}
 
     def load(self) -> None:
         """Load model and tokenizer now (otherwise the first `complete` does); EngineError on failure."""
@@ -128,7 +142,7 @@ class MlxEngine:
         json_schema: dict[str, Any] | None = None,
         cache_prefix: str | None = None,
     ) -> Completion:
-        """Generate a reply. `json_schema` is not enforced here (no grammar); callers validate."""
+        """Generate a reply, decoded under `json_schema` when given and `constrain` is on; callers validate."""
         check_cache_prefix(system, cache_prefix)
         with self._lock:
             start = time.perf_counter()
@@ -136,7 +150,8 @@ class MlxEngine:
             text, templated = render_prompt(tokenizer, system, prompt)
             tokens = _encode(tokenizer, text, templated)
             cache, rest = self._reuse_prefix(model, tokenizer, text, templated, tokens, cache_prefix)
-            reply, generated = self._generate(model, tokenizer, rest, cache, max_tokens)
+            constraint = self._constraint(tokenizer, json_schema, max(1, max_tokens))
+            reply, generated = self._generate(model, tokenizer, rest, cache, max_tokens, constraint)
             return Completion(
                 text=reply,
                 prompt_tokens=len(tokens),
@@ -144,16 +159,36 @@ class MlxEngine:
                 seconds=time.perf_counter() - start,
             )
 
+    def _constraint(self, tokenizer: Any, json_schema: dict[str, Any] | None, max_tokens: int) -> JsonConstraint | None:
+        """The constraint for this reply, or None (no schema, `constrain` off, or a schema not covered)."""
+        if not self.constrain or json_schema is None:
+            return None
+        key = json.dumps(json_schema, sort_keys=True)
+        if key not in self._grammars:
+            try:
+                self._grammars[key] = compile_schema(json_schema)
+            except UnsupportedSchema as exc:
+                log.warning("mlx: reply schema not constrainable (%s); decoding unconstrained", exc)
+                self._grammars[key] = None
+        grammar = self._grammars[key]
+        if grammar is None:
+            return None
+        if self._vocab is None:
+            self._vocab = TokenVocab.from_tokenizer(tokenizer)
+        return JsonConstraint(self._vocab, grammar, max_tokens)
+
     def _generate(
-        self, model: Any, tokenizer: Any, tokens: list[int], cache: list[Any] | None, max_tokens: int
+        self, model: Any, tokenizer: Any, tokens: list[int], cache: list[Any] | None, max_tokens: int,
+        constraint: JsonConstraint | None = None,
     ) -> tuple[str, int]:
         import mlx.core as mx
         from mlx_lm import stream_generate
         from mlx_lm.sample_utils import make_sampler
 
         sampler = make_sampler(temp=self.temperature, top_p=self.top_p)
+        processors = [_logits_processor(constraint, len(tokens))] if constraint is not None else None
         pieces: list[str] = []
-        generated = 0
+        generated: list[int] = []
         for response in stream_generate(
             model,
             tokenizer,
@@ -162,10 +197,18 @@ class MlxEngine:
             sampler=sampler,
             prompt_cache=cache,
             max_kv_size=self.max_kv_size,
+            logits_processors=processors,
         ):
             pieces.append(response.text)
-            generated = response.generation_tokens
-        return "".join(pieces), generated
+            if response.finish_reason != "stop":  # a "stop" response carries the EOS token, not a new one
+                generated.append(response.token)
+            if constraint is not None:
+                constraint.sync(generated)
+                if constraint.done or constraint.broken:
+                    break
+        if constraint is not None:
+            return constraint.text(), len(generated)
+        return "".join(pieces), len(generated)
 
     def _reuse_prefix(
         self, model: Any, tokenizer: Any, text: str, templated: bool, tokens: list[int], cache_prefix: str | None
@@ -215,6 +258,26 @@ class MlxEngine:
             self._prefixes.popitem(last=False)
         self.prefix_prefills += 1
         return entry
+
+
+def _logits_processor(constraint: JsonConstraint, prompt_len: int) -> Callable[[Any, Any], Any]:
+    """An mlx-lm logits processor applying `constraint`; mlx-lm passes it the prompt plus the tokens so far."""
+    import mlx.core as mx
+
+    def process(tokens: Any, logits: Any) -> Any:
+        seen = prompt_len + len(constraint.tokens)
+        if tokens.size > seen:
+            constraint.feed(tokens[seen:].tolist())
+        allowed = constraint.mask()
+        if allowed is None:  # complete or broken: the engine stops on this token
+            return logits
+        width = logits.shape[-1]
+        full = np.zeros(width, dtype=bool)
+        n = min(width, allowed.size)
+        full[:n] = allowed[:n]
+        return mx.where(mx.array(full), logits, mx.array(-float("inf"), dtype=logits.dtype))
+
+    return process
 
 
 def _encode(tokenizer: Any, text: str, templated: bool) -> list[int]:

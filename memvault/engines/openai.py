@@ -3,6 +3,13 @@
 The API key comes from an environment variable only and is never logged. Connect errors,
 5xx and 429 are retried (tenacity) with exponential backoff, or after the server's Retry-After
 when that is longer (capped at 30 s); other 4xx fail at once.
+
+Structured output (`json_schema` mode): `auto` sends the reply's JSON schema as
+`response_format: {"type": "json_schema", …}` (llama.cpp, vLLM, LM Studio and Ollama constrain
+decoding to it); a server that rejects it (400 or 422) is asked again with
+`{"type": "json_object"}`, then with no `response_format`, and the first form it accepts is
+kept for later calls. `on` sends the schema and fails when the server rejects it; `off` never
+sends `response_format`. docs/configuration.md lists what each server accepts.
 """
 
 import logging
@@ -15,12 +22,21 @@ import httpx
 import tenacity
 
 from memvault.engines.base import Completion, EngineError, check_cache_prefix
+from memvault.engines.settings import JsonSchemaMode
 
 log = logging.getLogger(__name__)
 
 # Transport failures worth another try; a read timeout is not (the model is just slow).
 _RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.RemoteProtocolError)
 _MAX_RETRY_AFTER_S = 30.0
+# The `response_format` forms tried, best first, per mode.
+_FORMATS: dict[str, tuple[str | None, ...]] = {
+    "auto": ("json_schema", "json_object", None),
+    "on": ("json_schema",),
+    "off": (None,),
+}
+# Statuses with which servers refuse a request body they do not understand.
+_REJECTED = (400, 422)
 
 
 def api_root(base_url: str) -> str:
@@ -45,6 +61,7 @@ class OpenAIEngine:
         backoff: float = 1.0,
         temperature: float | None = None,
         top_p: float | None = None,
+        json_schema: JsonSchemaMode = "auto",
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -58,7 +75,9 @@ class OpenAIEngine:
         self.temperature = temperature
         self.top_p = top_p
         self._sleep = sleep
-        self._send_response_format = True
+        self.json_schema_mode = json_schema
+        # What this server accepted so far: `response_format` forms still to try, best first.
+        self._formats = _FORMATS[json_schema]
         self._client = httpx.Client(transport=transport, timeout=timeout)
 
     def close(self) -> None:
@@ -105,13 +124,37 @@ class OpenAIEngine:
             body["temperature"] = self.temperature
         if self.top_p is not None:
             body["top_p"] = self.top_p
-        if json_schema is not None and self._send_response_format:
-            body["response_format"] = {"type": "json_object"}
         start = time.perf_counter()
-        data = self._post_with_retries(body)
+        data = self._post_with_retries(body, json_schema)
         return _completion(data, system, prompt, time.perf_counter() - start)
 
-    def _post_with_retries(self, body: dict[str, object]) -> dict[str, Any]:
+    @property
+    def response_format(self) -> str | None:
+        """The `response_format` type sent with a schema now (None: plain requests)."""
+        return self._formats[0]
+
+    def _post_with_retries(self, body: dict[str, object], json_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+        if json_schema is None:
+            return self._post_retrying(body)
+        for k, kind in enumerate(self._formats):
+            attempt = dict(body)
+            if kind is not None:
+                attempt["response_format"] = _response_format(kind, json_schema)
+            try:
+                data = self._post_retrying(attempt)
+            except _Rejected as exc:
+                if k + 1 < len(self._formats):
+                    log.info("server at %s rejects response_format %s (%s); trying %s", self.base_url, kind,
+                             exc, self._formats[k + 1] or "plain requests")
+                    continue
+                hint = ("set `json_schema = \"auto\"` (falls back) or `\"off\"` in [model]"
+                        if self.json_schema_mode == "on" else "check the model name and the request")
+                raise EngineError(f"model server at {self.base_url} rejected the request: {exc} — {hint}") from None
+            self._formats = self._formats[k:]  # remembered: later calls start from the form that worked
+            return data
+        raise AssertionError("unreachable: _FORMATS entries are never empty")
+
+    def _post_retrying(self, body: dict[str, object]) -> dict[str, Any]:
         url = f"{self.base_url}/chat/completions"
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(_Retryable),
@@ -143,12 +186,9 @@ class OpenAIEngine:
         status = response.status_code
         if status == 200:
             return _json(response, url)
-        if status == 400 and "response_format" in body and "response_format" in response.text:
-            # Some servers reject json_object mode; callers validate the JSON anyway. Sending
-            # again without it is part of this attempt, not a retry.
-            log.info("server at %s rejects response_format; sending without it", self.base_url)
-            self._send_response_format = False
-            return self._post_once(url, {k: v for k, v in body.items() if k != "response_format"})
+        if status in _REJECTED and "response_format" in body:
+            # Maybe the format, maybe not: the caller asks again in a simpler form (not a retry).
+            raise _Rejected(f"{status}: {response.text[:300]}")
         if status in (401, 403):
             raise EngineError(
                 f"model server at {self.base_url} refused the request ({status}) — "
@@ -168,6 +208,19 @@ class OpenAIEngine:
         exc = state.outcome.exception() if state.outcome else None
         wait = state.next_action.sleep if state.next_action else 0.0
         log.warning("model server: %s; retry %d/%d in %.1fs", exc, state.attempt_number, self.retries, wait)
+
+
+def _response_format(kind: str, schema: dict[str, Any]) -> dict[str, Any]:
+    if kind == "json_object":
+        return {"type": "json_object"}
+    # `strict` off: pydantic's schemas have optional fields and defaults, which OpenAI's strict
+    # mode refuses; the servers that constrain decoding honour the schema either way.
+    return {"type": "json_schema",
+            "json_schema": {"name": str(schema.get("title") or "reply"), "schema": schema, "strict": False}}
+
+
+class _Rejected(Exception):
+    """The server refused a request carrying `response_format` (400/422)."""
 
 
 class _Retryable(Exception):

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 EngineName = Literal["auto", "mlx", "openai", "none"]
+JsonSchemaMode = Literal["auto", "on", "off"]
 
 
 class EngineSettings(BaseModel):
@@ -43,4 +44,12 @@ class EngineSettings(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0, description="Seconds to wait for one model reply from a server")
     retries: int = Field(
         default=2, ge=0, le=10, description="Extra attempts after a connection error, 5xx or 429 from the server"
+    )
+    json_schema: JsonSchemaMode = Field(
+        default="auto",
+        description=(
+            "Decoding constrained to each reply's JSON schema: `auto` (mlx: always; a server: sent as "
+            "`response_format`, falling back to JSON mode, then plain, when it refuses), `on` (a server "
+            "that refuses it is an error), `off` (free decoding; replies are still validated)"
+        ),
     )

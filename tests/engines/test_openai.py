@@ -68,7 +68,8 @@ def test_retries_5xx_and_429_with_exponential_backoff(monkeypatch: pytest.Monkey
     assert seen[0].headers["authorization"] == "Bearer sk-secret"
     body = json.loads(seen[0].content)
     assert body["model"] == "m" and body["max_tokens"] == 7
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"] == {"type": "object"}
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
 
 
@@ -116,7 +117,8 @@ def test_response_format_dropped_when_the_server_rejects_it() -> None:
     engine, _ = _engine(handler)
     engine.complete("s", "p", max_tokens=3, json_schema={"type": "object"})
     engine.complete("s", "p", max_tokens=3, json_schema={"type": "object"})
-    assert ["response_format" in b for b in bodies] == [True, False, False]
+    # json_schema, then json_object, then plain; the plain form is kept for the next call
+    assert [b.get("response_format", {}).get("type") for b in bodies] == ["json_schema", "json_object", None, None]
 
 
 def test_retry_after_is_honoured_and_capped() -> None:

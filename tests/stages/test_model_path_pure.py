@@ -20,7 +20,7 @@ def spans(*triples: tuple[str, str]) -> list[ChunkSpan]:
 
 def test_prompt_carries_sentinel_meta_and_names_a_missing_variable(tmp_path: Path) -> None:
     prompt = load_prompt("cluster", META)
-    assert MEMVAULT_SELF_CALL_SENTINEL in prompt.system and "=== Meta/Buckets.md ===" in prompt.system
+    assert MEMVAULT_SELF_CALL_SENTINEL in prompt.system and "=== Meta/" not in prompt.system  # buckets go in the prompt
     text = prompt.render(buckets="- A: a", chunks="--- chunk c1 ---\nhello")
     assert MEMVAULT_SELF_CALL_SENTINEL in text and "$" not in text.split("Chunks:")[1].split("Answer")[0]
     with pytest.raises(PromptError, match=r"\$chunks"):
