@@ -1,7 +1,9 @@
 """The real engines on a tiny random-weight llama: its gibberish must never corrupt the vault.
 
-chunk and cluster fall back (reason recorded); synthesize, driven directly on fixed chunks,
-reaches the gate with real model output and is rejected with the article left untouched.
+Decoded freely (`constrain=False`), chunk and cluster fall back (reason recorded); synthesize,
+driven directly on fixed chunks, reaches the gate with real model output and is rejected with
+the article left untouched. Decoded under the reply's schema (the default), the same weights
+give replies that parse, and what they say is still checked before anything is kept.
 The `openai` engine runs cluster against a real `mlx_lm.server` serving the same model.
 """
 
@@ -20,9 +22,21 @@ SMALL = {"chunk": {"max_output_tokens": 48}, "cluster": {"max_output_tokens": 48
 def mlx_engine(tiny_model):
     from memvault.engines.mlx import MlxEngine
 
-    engine = MlxEngine(str(tiny_model), temperature=0.0, seed=7)
+    engine = MlxEngine(str(tiny_model), temperature=0.0, seed=7, constrain=False)
     engine.load()
     return engine
+
+
+def test_mlx_constrained_replies_parse_and_are_still_checked(make_ctx, tiny_model) -> None:
+    from memvault.engines.mlx import MlxEngine
+
+    engine = MlxEngine(str(tiny_model), temperature=0.0, seed=7)
+    out = run_chunk(make_ctx(engine, **SMALL))
+    assert out.conversations == 3 and out.calls > 0
+    # Random weights under the schema: every reply is JSON of the reply's shape, so nothing
+    # falls back for being unparseable; ids it invents are repaired or refused with a reason.
+    assert not [f for f in out.fallbacks if "invalid" in f["reason"] or "JSON" in f["reason"]], out.fallbacks
+    assert all(f["reason"] for f in out.fallbacks)
 
 
 def test_mlx_gibberish_falls_back_at_chunk_and_cluster(make_ctx, mlx_engine) -> None:
