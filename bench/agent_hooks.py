@@ -13,7 +13,7 @@ Figures (medians of ``--reps`` runs, each a fresh process, as a hook runs):
 - capture → searchable — append one assistant turn to a Claude Code transcript, fire the Stop
   hook (which starts the detached drainer), poll ``memvault search`` until it returns the turn.
 
-The threshold study prints the best hit's score for prompts about what the home knows and for
+The threshold study prints the best cosine between prompt and hit for prompts about what the home knows and for
 prompts it knows nothing about (the bundled samples); ``live.prompt_threshold`` sits between.
 """
 
@@ -86,7 +86,8 @@ def threshold_study(home: Path) -> dict[str, list[float]]:
     service = MemoryService(load_settings(home))
     out: dict[str, list[float]] = {}
     for name, prompts in (("related", RELATED), ("unrelated", UNRELATED)):
-        out[name] = sorted(max((h["score"] for h in service.recall(p)["hits"]), default=0.0) for p in prompts)
+        out[name] = sorted(round(max((float(h["explain"].get("cos") or 0.0) for h in service.recall(p)["hits"]), default=0.0), 4)
+                           for p in prompts)
     return out
 
 
@@ -138,7 +139,7 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="mv-bench-")) / "home"
     shutil.copytree(args.home, scratch, symlinks=True)
     study = threshold_study(scratch)
-    print(json.dumps({"best_score": study}, indent=1))
+    print(json.dumps({"best_cosine": study}, indent=1))
     if args.threshold:
         return
     fig: dict[str, float | list[float]] = {}

@@ -234,7 +234,8 @@ class LiveSettings(Section):
     watch_poll_s: float = Field(gt=0, default=2.0, description="`memvault watch`: seconds between scans when polling (no file-system notifications)")
     serve_drain_s: float = Field(gt=0, default=2.0, description="`memvault serve`: seconds between checks of the spool (it drains with its warm embedder)")
     prompt_threshold: float = Field(
-        ge=0, default=0.62, description="prompt-recall: the best hit's score needed before a block is injected (below it: nothing)"
+        ge=0, le=1, default=0.35,
+        description="prompt-recall: the best cosine similarity between the prompt and a recalled node needed before a block is injected (below it: nothing)"
     )
     prompt_max_tokens: int = Field(ge=1, default=1_500, description="prompt-recall: most tokens (≈ 4 characters each) in the injected block")
     prompt_timeout_s: float = Field(gt=0, default=0.8, description="prompt-recall: HTTP timeout when asking a running `memvault serve`")

@@ -43,7 +43,7 @@ def capture(
 def prompt_recall(ctx: typer.Context) -> None:
     """Agent hook (UserPromptSubmit): print a <memory-recall> block for the prompt, or nothing.
 
-    The block appears only when the best hit clears `live.prompt_threshold`; it uses a
+    The block appears only when a hit's cosine to the prompt clears `live.prompt_threshold`; it uses a
     running `memvault serve` when there is one. Exits 0.
 
     Example: echo '{"prompt": "how do we back up postgres?"}' | memvault prompt-recall

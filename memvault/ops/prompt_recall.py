@@ -1,7 +1,8 @@
 """`memvault prompt-recall`: a UserPromptSubmit hook that injects memory only when it helps.
 
 For the prompt in the hook payload it recalls, and prints the ``<memory-recall>`` block only
-when the best hit's score clears ``live.prompt_threshold``, cut to ``live.prompt_max_tokens``;
+when the prompt is close in meaning to something recalled — the best cosine similarity between
+the prompt and a hit clears ``live.prompt_threshold`` — cut to ``live.prompt_max_tokens``;
 otherwise it prints nothing (an unrelated prompt costs the agent no context). It asks a
 running `memvault serve` over loopback when there is one (warm model: tens of milliseconds)
 and recalls in process otherwise. It never fails the agent: trouble goes to
@@ -22,12 +23,18 @@ CHARS_PER_TOKEN = 4  # a conservative English average; the budget is a bound, no
 
 def prompt_block(service: Any, prompt: str, cwd: str | None = None) -> dict[str, Any]:
     """``{"block", "best", "threshold", "hits"}`` for ``prompt`` on a MemoryService; ``block``
-    is empty when the best hit's score is below the threshold (or the prompt is empty)."""
+    is empty when the best cosine of a hit (``best``) is below the threshold, or the prompt is empty.
+
+    Cosine, not the fused score: the fused score ranks the hits of one query against each
+    other (its full-text part is scaled by the query's best match), so every prompt's top hit
+    looks strong; how close the prompt is in meaning to a node is what says whether the
+    memory is about it at all.
+    """
     live = service.settings.live
     if not prompt or not prompt.strip():
         return {"block": "", "best": None, "threshold": live.prompt_threshold, "hits": 0}
     result = service.recall(prompt, max_chars=max(live.prompt_max_tokens * CHARS_PER_TOKEN - 400, 400), cwd=cwd)
-    best = max((h["score"] for h in result["hits"]), default=None)
+    best = max((float(h["explain"].get("cos") or 0.0) for h in result["hits"]), default=None)
     clears = best is not None and best >= live.prompt_threshold
     return {"block": result["block"] if clears else "", "best": best, "threshold": live.prompt_threshold,
             "hits": len(result["hits"])}
