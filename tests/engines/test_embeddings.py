@@ -76,6 +76,15 @@ def test_missing_and_damaged_exports_are_rebuilt(tmp_path, monkeypatch, capsys, 
     assert "cannot be loaded" in capsys.readouterr().err
     assert np.abs(healed - want).max() < 1e-6
 
+    # The weights live beside the graph (external data): a lost or cut weights file heals too.
+    weights = embeddings.weights_path(path)
+    weights.unlink()
+    assert np.abs(Embedder().embed_one("a missing export") - want).max() < 1e-6
+    assert "has lost its weights file" in capsys.readouterr().err
+    weights.write_bytes(weights.read_bytes()[:4096])
+    assert np.abs(Embedder().embed_one("a missing export") - want).max() < 1e-6
+    assert "has a weights file of 4096 bytes" in capsys.readouterr().err
+
 
 def test_an_unwritable_cache_says_what_to_do(tmp_path, monkeypatch) -> None:
     from memvault.errors import ConfigError
