@@ -6,7 +6,7 @@ Writes a synthetic ChatGPT export (``conversations.json`` inside a ``.zip``, as 
 it out, plus the HTML and account files beside it) of about ``--mb`` MB of JSON, and a small
 one of ``--small-mb`` MB as the baseline, into a temporary folder under /tmp (removed after
 unless ``--dir`` is given; never commit it). Each is ingested in a fresh subprocess that
-drives ``tasks.ingest.run_ingest`` with a real ledger (no Prefect), which reports its peak RSS
+drives ``tasks.ingest_files.run_ingest`` with a real ledger (no Prefect), which reports its peak RSS
 (``ru_maxrss``) — while ingesting, and for the whole process, which includes the ledger's
 checkpoint when it is closed — seconds, and what it stored; then the big one is ingested again unchanged
 and touched (re-read, nothing new).
@@ -101,7 +101,7 @@ import json, resource, sys, time
 from pathlib import Path
 from memvault.settings import load_settings
 from stores.ledger import Ledger
-from tasks.ingest import run_ingest
+from tasks.ingest_files import run_ingest
 settings = load_settings(Path(sys.argv[1]))
 with Ledger.open(settings) as ledger:
     t0 = time.perf_counter()

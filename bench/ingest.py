@@ -4,7 +4,7 @@
 
 Generates 1,000 Claude Code sessions (~100 MB) and one 500 MB session (plus a 5 MB one as the
 memory baseline) in a temporary folder, then measures each scenario in a fresh subprocess
-that drives ``tasks.ingest.run_ingest`` with a real ledger (no Prefect):
+that drives ``tasks.ingest_files.run_ingest`` with a real ledger (no Prefect):
 
 * first ingest of the sessions: MB/s, messages/s, peak RSS
 * a no-change rerun: seconds (goal ≤ 2% of the first)
@@ -110,7 +110,7 @@ import json, resource, sys, time
 from pathlib import Path
 from memvault.settings import load_settings
 from stores.ledger import Ledger
-from tasks.ingest import run_ingest
+from tasks.ingest_files import run_ingest
 settings = load_settings(Path(sys.argv[1]))
 with Ledger.open(settings) as ledger:
     t0 = time.perf_counter()

@@ -24,8 +24,8 @@ from memvault.models import Conversation
 from memvault.settings import Settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
-from tasks.index import conversation_rows, sync_doc, write_index
-from tasks.ingest import configured_roots, run_ingest
+from tasks.index_rows import conversation_rows, sync_doc, write_index
+from tasks.ingest_files import configured_roots, run_ingest
 
 
 @dataclass

@@ -24,7 +24,7 @@ from stores.ledger import Ledger
 from stores.location import index_uri, next_index_uri, remove_local_index, set_live_index
 from stores.nodes import NodeIndex
 from stores.vault import Vault
-from tasks.index import conversation_rows, embed_rows, rows_for
+from tasks.index_rows import conversation_rows, embed_rows, rows_for
 
 BATCH = 256
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import tasks.ingest as ingest_mod
+import tasks.ingest_files as ingest_mod
 from tasks.ingest import run_ingest
 from tests.helpers import cc_session
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import tasks.ingest as ingest_mod
+import tasks.ingest_files as ingest_mod
 from memvault.noise import MEMVAULT_SELF_CALL_SENTINEL
 from memvault.topics import parse_topics, topics_pattern
 from tasks.ingest import run_ingest
