@@ -28,7 +28,7 @@ from memvault.ids import conv_ref
 from memvault.markdown.gate import new_problems
 from memvault.markdown.names import article_title
 from memvault.markdown.talk import talk_note
-from memvault.errors import MemvaultError, NotFoundError, UsageError
+from memvault.errors import AmbiguousIdError, MemvaultError, NotFoundError, UsageError
 from memvault.markdown.footnotes import CONV_RE, REFERENCES, renumber
 from memvault.markdown.prune import prune
 from memvault.markdown.scan import Doc
@@ -159,7 +159,8 @@ def resolve_conversation(ledger: Ledger, ref: str, include_forgotten: bool = Tru
             source, title = (info.source, info.title) if info else ("forgotten", None)
             lines.append(f"  conv:{shorts[cid]}  {source}  {title or ''}".rstrip())
         more = f"\n  … and {len(hits) - 20} more" if len(hits) > 20 else ""
-        raise UsageError(f"conv:{key} matches {len(hits)} conversations; give more of the id:\n"
+        # The same answer (and exit code 1) as `memvault show` and `get` give an ambiguous prefix.
+        raise AmbiguousIdError(f"conv:{key} matches {len(hits)} conversations; give more of the id:\n"
                          + "\n".join(lines) + more)
     return str(hits[0])
 
