@@ -51,7 +51,9 @@ class _Deferred(types.ModuleType):
         return value
 
 
-def _stand_in(name: str) -> types.ModuleType | None:
+def stand_in(name: str) -> types.ModuleType | None:
+    """A `_Deferred` stand-in for the package ``name`` in ``sys.modules``, or None if the
+    package is not installed."""
     spec = importlib.util.find_spec(name)
     if spec is None or spec.origin is None or spec.submodule_search_locations is None:
         return None
@@ -70,9 +72,9 @@ def defer_rest_client() -> None:
     if CLIENT in sys.modules:
         return
     try:
-        top = _stand_in(CLIENT)
+        top = stand_in(CLIENT)
         if top is not None:
-            models = _stand_in(f"{CLIENT}.models")
+            models = stand_in(f"{CLIENT}.models")
             if models is not None:
                 setattr(top, "models", models)
     except (ImportError, OSError, ValueError):
