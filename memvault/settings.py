@@ -12,6 +12,7 @@ top-level keys of memvault.toml are checked by :mod:`memvault.settings_file`.
 """
 
 import os
+from contextvars import ContextVar
 from datetime import time
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +24,9 @@ from memvault.engines.settings import EngineName, EngineSettings
 from memvault.errors import ConfigError
 from memvault.settings_file import combine, describe_errors, read_toml, unknown_top_level_keys
 
+# The memvault.toml data `load_settings` is validating, for `Settings.settings_customise_sources`
+# (pydantic-settings asks the class for its sources; set only for the duration of one load).
+_TOML_DATA: ContextVar[dict[str, Any] | None] = ContextVar("memvault_toml_data", default=None)
 
 
 class Section(BaseModel):
@@ -285,9 +289,9 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # No .env file, no secrets folder: flags (init) > environment > defaults. load_settings
-        # slots memvault.toml in below the environment.
-        return (init_settings, env_settings)
+        # First wins: CLI flags (init) > environment > memvault.toml (the file load_settings is
+        # reading, none otherwise) > defaults. No .env file, no secrets folder.
+        return (init_settings, env_settings, InitSettingsSource(settings_cls, _TOML_DATA.get() or {}))
 
     @property
     def state_dir(self) -> Path:
@@ -320,25 +324,14 @@ def load_settings(home: str | Path | None = None, **overrides: Any) -> Settings:
     data = read_toml(toml) if toml.is_file() else {}
     problems = unknown_top_level_keys(data, Settings, toml)
 
-    class _HomeSettings(Settings):
-        @classmethod
-        def settings_customise_sources(
-            cls,
-            settings_cls: type[BaseSettings],
-            init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
-            # First wins: CLI flags (init) > environment > memvault.toml > defaults.
-            return (init_settings, env_settings, InitSettingsSource(settings_cls, data))
-
     clean = {k: v for k, v in overrides.items() if v is not None}
+    reading = _TOML_DATA.set(data)
     try:
-        loaded = _HomeSettings(home=resolved, **clean)
+        loaded = Settings(home=resolved, **clean)
     except ValidationError as exc:
         raise ConfigError(combine(problems + describe_errors(exc, Settings, toml=toml, data=data, flags=clean))) from None
+    finally:
+        _TOML_DATA.reset(reading)
     if problems:
         raise ConfigError(combine(problems))
-    # Re-validate as the public class so callers see a plain Settings.
-    return Settings.model_construct(**dict(loaded))
+    return loaded

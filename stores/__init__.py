@@ -7,6 +7,9 @@ or touch LanceDB or git directly; they call these stores, which return typed row
 """
 
 from stores.lance_client import defer_rest_client
+from stores.lance_overrides import skip_override_checks
 
-# Before anything here imports lancedb: its unused REST client costs half its import time.
+# Before anything here imports lancedb: its unused REST client costs half its import time, and
+# its `overrides` checks at class definition a quarter of the rest.
 defer_rest_client()
+skip_override_checks()

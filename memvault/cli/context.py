@@ -26,7 +26,10 @@ def home_settings(ctx: typer.Context) -> "Settings":
 
 
 def service_of(ctx: typer.Context) -> "MemoryService":
-    """The read-only memory service (recall, search, articles) over the home."""
+    """The read-only memory service (recall, search, articles) over the home; a command is one
+    process that embeds at most a query, hence the query embedder."""
+    from memvault.embeddings import query_embedder
     from memvault.ops.memory import MemoryService
 
-    return MemoryService(home_settings(ctx))
+    settings = home_settings(ctx)
+    return MemoryService(settings, query_embedder(settings.embeddings.batch_size))

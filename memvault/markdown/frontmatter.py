@@ -18,8 +18,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import yaml
-
 from memvault.markdown.scan import normalize_newlines, split_front_matter
 
 # An Obsidian tag: starts with a letter, then letters, digits, `_`, `-` or `/` (nested tags).
@@ -39,6 +37,8 @@ def parse(text: str) -> tuple[dict[str, Any] | None, str, str]:
     if not front:
         return None, "", body
     inner = "\n".join(front.split("\n")[1:-2])  # between the `---` lines (front ends with "---\n")
+    import yaml  # here, not at the top: recall imports this module and never reads front matter
+
     try:
         data = yaml.safe_load(inner) if inner.strip() else {}
     except yaml.YAMLError as exc:
@@ -86,6 +86,8 @@ def wanted_aliases(title: str | None, stem: str, existing: Iterable[str]) -> lis
 
 def render(data: dict[str, Any]) -> str:
     """Front matter block (`---` … `---`) for ``data``, as block-style YAML."""
+    import yaml
+
     dumped = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
     return f"---\n{dumped}---\n"
 

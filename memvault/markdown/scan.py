@@ -12,17 +12,19 @@ mdit-py-plugins rule does, instead of letting the core read them as link referen
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.rules_block import StateBlock
-from markdown_it.token import Token
+if TYPE_CHECKING:  # markdown-it loads on the first parse: a recall that reads no article never pays for it
+    from markdown_it import MarkdownIt
+    from markdown_it.rules_block import StateBlock
+    from markdown_it.token import Token
 
 # `[^label]:` at the start of a line (after the block indent); the label has no blanks or `]`.
 DEF_RE = re.compile(r"\[\^([^\]\s]+)\]:[ \t]?")
 FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-def _footnote_def(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+def _footnote_def(state: "StateBlock", start_line: int, end_line: int, silent: bool) -> bool:
     """Block rule: a footnote definition and its indented continuation lines."""
     if state.sCount[start_line] - state.blkIndent >= 4:
         return False
@@ -53,8 +55,10 @@ def _footnote_def(state: StateBlock, start_line: int, end_line: int, silent: boo
 
 
 @lru_cache(maxsize=1)
-def parser() -> MarkdownIt:
+def parser() -> "MarkdownIt":
     """The one markdown-it configuration used for articles (CommonMark + tables + footnotes)."""
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark", {"html": True}).enable("table")
     md.block.ruler.before("reference", "footnote_def", _footnote_def, {"alt": ["paragraph", "reference"]})
     return md
@@ -119,7 +123,7 @@ class Doc:
         self.front, self.body = split_front_matter(self.text) if front_matter else ("", self.text)
         self.offset = self.front.count("\n")
         self.lines = self.body.split("\n")
-        self.tokens: list[Token] = parser().parse(self.body)
+        self.tokens: list["Token"] = parser().parse(self.body)
         code: set[int] = set()
         for tok in self.tokens:
             if tok.type in ("fence", "code_block") and tok.map:

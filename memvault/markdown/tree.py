@@ -11,9 +11,10 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from markdown_it.token import Token
+if TYPE_CHECKING:  # only annotations: markdown-it loads with the parser (memvault.markdown.scan)
+    from markdown_it.token import Token
 
 from memvault.ids import conv_ref
 from memvault.markdown.names import stem_to_title
@@ -155,7 +156,7 @@ class _Block:
     footnotes: bool = False  # a run of footnote definitions
 
 
-def _plain(inline: Token) -> str:
+def _plain(inline: "Token") -> str:
     """Visible text of an inline token (markup dropped, image alt text kept)."""
     parts = []
     for child in inline.children or []:
@@ -166,7 +167,7 @@ def _plain(inline: Token) -> str:
     return " ".join("".join(parts).split())
 
 
-def _close(tokens: list[Token], i: int) -> int:
+def _close(tokens: list["Token"], i: int) -> int:
     """Index of the token closing the block opened at ``i`` (``i`` for a leaf block)."""
     if tokens[i].nesting != 1:
         return i
@@ -177,17 +178,17 @@ def _close(tokens: list[Token], i: int) -> int:
     return j
 
 
-def _source(lines: list[str], tok: Token) -> str:
+def _source(lines: list[str], tok: "Token") -> str:
     start, end = tok.map or (0, 0)
     return textwrap.dedent("\n".join(lines[start:end])).strip()
 
 
-def _is_title(inline: Token) -> bool:
+def _is_title(inline: "Token") -> bool:
     text = inline.content.strip()
     return bool(text) and "\n" not in text and len(text) <= TITLE_CHARS and not text.endswith(_NOT_A_TITLE_END)
 
 
-def _section_list(tokens: list[Token], i: int, j: int, follows_numbered: bool) -> list[tuple[int, int]] | None:
+def _section_list(tokens: list["Token"], i: int, j: int, follows_numbered: bool) -> list[tuple[int, int]] | None:
     """Items of an ordered list used as numbered section headings, else None.
 
     A list counts as headings when every item opens with a short title line and either
@@ -212,7 +213,7 @@ def _section_list(tokens: list[Token], i: int, j: int, follows_numbered: bool) -
     return None
 
 
-def _blocks(tokens: list[Token], lo: int, hi: int, lines: list[str]) -> list[_Block]:
+def _blocks(tokens: list["Token"], lo: int, hi: int, lines: list[str]) -> list[_Block]:
     """Blocks between token ``lo`` and ``hi`` (all at one nesting level), in order."""
     out: list[_Block] = []
     i = lo
@@ -248,7 +249,7 @@ def _blocks(tokens: list[Token], lo: int, hi: int, lines: list[str]) -> list[_Bl
     return [b for b in out if b.text]
 
 
-def _gap_blocks(tokens: list[Token], lines: list[str]) -> list[_Block]:
+def _gap_blocks(tokens: list["Token"], lines: list[str]) -> list[_Block]:
     """Non-blank source lines no top-level token covers (link reference definitions such
     as ``[^1]: https://…`` vanish from the token stream, yet they are content)."""
     covered = [False] * len(lines)

@@ -81,7 +81,10 @@ def prompt_recall(home: Path, raw: str, timeout_s: float | None = None) -> tuple
 
         settings = load_settings(home)
         require_home(settings.home)
-        return prompt_block(MemoryService(settings), prompt, cwd)["block"], "direct"
+        from memvault.embeddings import query_embedder
+
+        service = MemoryService(settings, query_embedder(settings.embeddings.batch_size))
+        return prompt_block(service, prompt, cwd)["block"], "direct"
     except MemvaultError as exc:
         spool.log_line(state, f"prompt-recall: {exc} — nothing injected")
         return "", "error"

@@ -4,7 +4,9 @@ Each command runs in its own interpreter against a real home (the demo nightly r
 the console-script entry point, and reports the modules loaded when it ends. Importing torch
 costs seconds and hundreds of MB, which a hook or a terminal recall must not pay. The node
 queries (recall, search, timeline, get) also leave out GitPython and LanceDB's REST client
-(`stores.lance_client`), which they never use.
+(`stores.lance_client`), which they never use, and what a query never needs: markdown-it and
+PyYAML (no article is parsed), the checks of the `overrides` package that lancedb's classes
+would run at definition (`stores.lance_overrides`).
 """
 
 import json
@@ -19,7 +21,8 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "sentence_transformers")
-UNUSED_BY_QUERIES = ("git", "lance_namespace_urllib3_client.api")
+UNUSED_BY_QUERIES = ("git", "lance_namespace_urllib3_client.api", "markdown_it", "yaml", "overrides.overrides",
+                     "overrides.signature")
 # Browsing reads the ledger and nothing else: it must not pay for the node index either.
 INDEX = ("lancedb",)
 WATCHED = HEAVY + UNUSED_BY_QUERIES + INDEX

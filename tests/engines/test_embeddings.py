@@ -42,6 +42,18 @@ def test_vectors_match_sentence_transformers(embedder: Embedder, reference: np.n
     assert np.abs(small_batches - got).max() < 1e-5
 
 
+def test_the_query_embedder_gives_the_same_vectors_bit_for_bit(embedder: Embedder) -> None:
+    # A CLI recall embeds its query on one thread; the index was embedded on one per core.
+    # It also lets its session go after each call (the index search needs the memory); the
+    # next call loads it again.
+    query = embeddings.query_embedder()
+    assert query.threads == 1 and embedder.threads is None
+    for text in TEXTS[:8]:
+        assert np.array_equal(query.embed_one(text), embedder.embed_one(text)), text
+        assert query._session is None and embedder._session is not None
+    assert np.array_equal(query.embed(TEXTS), embedder.embed(TEXTS))
+
+
 def test_counters_and_empty_input(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv(embeddings.CACHE_ENV, str(tmp_path))
     e = Embedder()

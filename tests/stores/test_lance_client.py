@@ -45,3 +45,28 @@ def test_the_client_still_works_whole_when_something_asks_for_it() -> None:
     assert lines[0].startswith("ApiClient JsonArrowSchema ")
     assert lines[1] == "lance_namespace_urllib3_client.api.table_api"
     assert lines[2].startswith("AttributeError") and "no_such_name" in lines[2]
+
+
+def test_the_client_models_build_their_schemas_on_first_use(tmp_path) -> None:
+    out = _run(f"""
+        import stores  # installs the stand-ins
+        from pydantic import BaseModel, ValidationError
+        from stores.nodes import NodeIndex
+        from lance_namespace import ListTablesResponse
+
+        print(ListTablesResponse.__pydantic_complete__)
+        index = NodeIndex({str(tmp_path / "ix")!r}, "all-MiniLM-L6-v2", 384)  # lists tables: builds it
+        print(index.count())
+        reply = ListTablesResponse(tables=["nodes"])
+        print(ListTablesResponse.__pydantic_complete__, reply.tables)
+        try:
+            ListTablesResponse(tables=3)
+        except ValidationError:
+            print("ValidationError")
+
+        class Ours(BaseModel):
+            x: int
+
+        print(Ours.__pydantic_complete__)
+    """)
+    assert out.splitlines() == ["False", "0", "True ['nodes']", "ValidationError", "True"]
