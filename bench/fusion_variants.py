@@ -2,23 +2,40 @@
 
 A family is one idea with its free parameter on a small grid; `--variants` reports each member
 on the dev file and, per family, left one conversation out (the member best on the other
-conversations, scored on the held-out one). Every variant is a `ScoringWeights` change, so
-the product can run any of them from settings alone.
+conversations, scored on the held-out one). Every variant is a `ScoringWeights` change plus,
+from the sixth round, the number of candidates taken from each list (`recall.top_k`), so the
+product can run any of them from settings alone.
 """
 
+from pydantic import Field
+
 from memvault.recall.scoring import ScoringWeights
+
+
+class BenchWeights(ScoringWeights):
+    """Scoring weights and the candidate depth they are scored at."""
+
+    top_k: int | None = Field(default=None, description="Candidates per list (recall.top_k); None: as captured")
+
+
+# The recall.top_k that rounds one to five were measured at (cases captured deeper are cut to it).
+ROUNDS_TOP_K = 40
 
 
 # Seed 000's weights, what the first three rounds were measured against (the product's
 # defaults changed after the fourth round: every variant states every weight it moves).
 SEED = {"w_cos": 0.55, "w_lex": 0.20, "w_rrf": 0.25, "rrf_k": 60, "reply_damping": 0.8,
-        "w_exact": 0.0, "w_date": 0.0, "w_when": 0.0}
+        "w_exact": 0.0, "w_date": 0.0, "w_when": 0.0, "reply_statement_damping": None}
+# The fifth round's choice, the defaults the sixth round was measured against.
+FIFTH = {"w_cos": 0.35, "w_lex": 0.40, "w_rrf": 0.25, "rrf_k": 10, "reply_damping": 0.9, "w_exact": 0.1,
+         "w_date": 0.2, "w_when": 0.15, "reply_statement_damping": None}
 
 
 def fusion_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights]]:
     """Family name → {variant name: weights}."""
     families: dict[str, dict[str, ScoringWeights]] = {}
-    base = defaults.model_copy(update=SEED)
+    fifth = BenchWeights(**defaults.model_dump(), top_k=ROUNDS_TOP_K).model_copy(update=FIFTH)
+    base = fifth.model_copy(update=SEED)
 
     def family(name: str, changes: dict[str, dict[str, object]]) -> None:
         families[name] = {f"{name}: {label}": base.model_copy(update=change) for label, change in changes.items()}
@@ -63,4 +80,24 @@ def fusion_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeig
     family("combined, fifth round", {"exact .1": {**best, "w_exact": 0.1},
                                      "reply .9, exact .1": {**best, "reply_damping": 0.9, "w_exact": 0.1},
                                      "reply .9, exact .2": {**best, "reply_damping": 0.9, "w_exact": 0.2}})
+    # Sixth round (on the fifth round's choice, then the product's defaults): more candidates
+    # per list before fusion, kin support (a hit its neighbour also lifts keeps a share of the
+    # weaker score), the prompt lift (an answer hit lifts the hit it replies to).
+    def on_fifth(name: str, changes: dict[str, dict[str, object]]) -> None:
+        families[name] = {f"{name}: {label}": fifth.model_copy(update=change) for label, change in changes.items()}
+
+    on_fifth("depth", {f"top_k {k}": {"top_k": k} for k in (40, 60, 80)})
+    on_fifth("kin support", {f"kin {x:g}": {"kin_share": x} for x in (0.1, 0.2, 0.35, 0.5)})
+    on_fifth("prompt lift", {f"prompt {x:g}": {"prompt_damping": x} for x in (0.3, 0.5, 0.7)})
+    on_fifth("reply after a question", {f"statement reply {x:g}": {"reply_statement_damping": x}
+                                          for x in (0.0, 0.3, 0.5, 0.7)})
+    # Seventh round: the reply after a question with the depth, and the question's share
+    # ("statement 0.5, question 1" at top_k 40 became the default).
+    on_fifth("question reply and depth", {
+        f"statement {x:g}, question {q:g}, top_k {k}": {"reply_statement_damping": x, "reply_damping": q, "top_k": k}
+        for x in (0.0, 0.5) for q in (0.9, 1.0) for k in (40, 60, 80)})
+    # The same at the depth recall already reads (top_k 40: a deeper list costs every query time).
+    on_fifth("question reply at top_k 40", {
+        f"statement {x:g}, question {q:g}": {"reply_statement_damping": x, "reply_damping": q}
+        for x in (0.0, 0.5) for q in (0.9, 1.0)})
     return families

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ from memvault.settings import Settings, load_settings  # noqa: E402
 from stores.nodes import NodeIndex  # noqa: E402
 from tasks.index import rows_for, write_index  # noqa: E402
 
-from fusion_variants import fusion_variants  # noqa: E402
+from fusion_variants import BenchWeights, fusion_variants  # noqa: E402
 from recall_metrics import FIGURES, Tally, loo_report, sweep_report  # noqa: E402
 
 MODES = ("full", "vector", "fulltext", "baseline_rrf")
@@ -281,9 +281,32 @@ def capture_conversation(sample: dict[str, Any], embedder: CachedEmbedder, overr
     return out
 
 
+def cut_candidates(hits: list[Candidate], top_k: int) -> tuple[list[Candidate], dict[str, Candidate]]:
+    """The candidates ``MemoryService._candidates`` returns with ``recall.top_k`` = ``top_k``,
+    from those captured with a larger one: each list cut to its first ``top_k``. A full-text
+    hit keeps its cosine (recall computes it from the vector). A node past both cuts is no hit,
+    but can still be lifted: it is returned as the lookup would read it (no scores, no kin)."""
+    kept, dropped = [], {}
+    for c in hits:
+        in_vector = c.vector_rank is not None and c.vector_rank <= top_k
+        in_text = c.fts_rank is not None and c.fts_rank <= top_k
+        if in_vector or in_text:
+            kept.append(replace(c, vector_rank=c.vector_rank if in_vector else None,
+                                fts_rank=c.fts_rank if in_text else None, lexical=c.lexical if in_text else None))
+        else:
+            dropped[c.id] = replace(c, cos=None, lexical=None, vector_rank=None, fts_rank=None, children=[], siblings=[])
+    return kept, dropped
+
+
 def rank_case(case: Case, nodes: dict[str, tuple[str, str | None]], weights: ScoringWeights) -> list[str]:
-    """The turns of one case in the order recall scoring with ``weights`` ranks them."""
-    scored = score_candidates(case.hits, lambda ids: {i: case.lifted[i] for i in ids if i in case.lifted},
+    """The turns of one case in the order recall scoring with ``weights`` ranks them (a
+    ``BenchWeights`` with ``top_k`` set: on that many candidates per list)."""
+    top_k = weights.top_k if isinstance(weights, BenchWeights) else None
+    hits, store = case.hits, case.lifted
+    if top_k is not None:
+        hits, dropped = cut_candidates(case.hits, top_k)
+        store = {**case.lifted, **dropped}
+    scored = score_candidates(hits, lambda ids: {i: store[i] for i in ids if i in store},
                               weights, datetime.now(timezone.utc), query=case.question)
     return turn_ranking([{"kind": nodes[s.id][0], "ref": nodes[s.id][1]} for s in scored])
 

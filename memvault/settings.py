@@ -181,8 +181,13 @@ class RecallSettings(Section):
         default=0.5, ge=0, le=1, description="Share of a message hit's score lifted to the other messages of its exchange"
     )
     reply_damping: float = Field(
-        default=0.9, ge=0, le=1,
-        description="Share of a message hit's score lifted to the next turn of its conversation (its reply)",
+        default=1.0, ge=0, le=1,
+        description="Share of a message hit's score lifted to the next turn of its conversation (its reply), "
+                    "when the hit asks a question",
+    )
+    reply_statement_damping: float = Field(
+        default=0.5, ge=0, le=1,
+        description="Share of a message hit's score lifted to its reply when the hit asks no question (no '?')",
     )
     w_exact: float = Field(
         default=0.1, ge=0,

@@ -7,7 +7,8 @@ on LoCoMo dev (bench/README.md, "Fusion variants"):
     propagated = base × 0.55 to the hit's parent, base × 0.55·sim to each similar neighbour,
                  base × 0.55 from an exchange to each of its messages,
                  base × 0.5 from a message to the other messages of its exchange,
-                 base × 0.9 from a message to the turn that replies to it
+                 base × 1.0 from a message that asks a question to the turn that replies to it,
+                 base × 0.5 from a message that asks none
     prior      = 0.06·importance + 0.05·exp(-age/45d) + 0.03·log1p(access)/log 8
                  + 0.20 if the node is dated in the day/month/year the query names (+14 days)
                  + 0.15 if the query asks when and the node dates something ("last week")
@@ -24,8 +25,10 @@ third decimal). One hop only, since two hops decay into noise. Every term lands 
 
 The reply lift is the one structural term that moves rankings: when the query matches a
 question asked in a conversation ("what's your best camping memory?"), the answer is the turn
-after it, which often shares few of the query's words. It is damped (0.9) so that the reply
-ranks just below the question that found it, not above it."""
+after it, which often shares few of the query's words — it is what was asked for, so it
+carries the question's whole base. After a statement the next turn is mostly a reaction
+("wow, that's great!"), so a statement lifts its reply by half: at 0.9 for every turn, a
+third of the first ten places went to such replies (bench/README.md, "Sixth round")."""
 
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -57,7 +60,8 @@ class ScoringWeights(BaseModel):
     neighbour_damping: float = Field(default=0.55, description="Share of a hit's base × similarity passed to a similar node")
     child_damping: float = Field(default=0.55, description="Share of an exchange hit's base passed to each of its messages")
     sibling_damping: float = Field(default=0.5, description="Share of a message hit's base passed to the other messages of its exchange")
-    reply_damping: float = Field(default=0.9, description="Share of a message hit's base passed to the next turn of its conversation (its reply)")
+    reply_damping: float = Field(
+        default=1.0, description="Share of a message hit's base passed to the next turn of its conversation (its reply)")
     w_importance: float = Field(default=0.06, description="Weight of the importance prior (importance in [0, 1])")
     w_recency: float = Field(default=0.05, description="Weight of the recency prior exp(-age / recency_days)")
     recency_days: float = Field(default=45, description="Scale in days of the recency prior")
@@ -80,6 +84,12 @@ class ScoringWeights(BaseModel):
     w_date: float = Field(default=0.2, description="Prior of a node dated inside the period the query names (a day, month, year)")
     date_slack_days: float = Field(default=14, description="A node dated up to this many days after the named period still counts")
     w_when: float = Field(default=0.15, description="Prior of a hit that dates something (yesterday, last week, a month) on a when-question")
+    reply_statement_damping: float | None = Field(
+        default=0.5, description="Share passed to the reply of a message hit that asks no question (no '?'); None: reply_damping")
+    kin_share: float = Field(
+        default=0.0, description="Share of the weaker of a hit's own base and its best lift added to the stronger (kin support)")
+    prompt_damping: float = Field(
+        default=0.0, description="Share of a message hit's base passed to the hit it replies to (the turn before it)")
 
 
 @dataclass
@@ -233,6 +243,14 @@ def _priors(c: Candidate, age: float | None, w: ScoringWeights, q: _Query) -> di
     }
 
 
+def _reply_share(c: Candidate, w: ScoringWeights) -> float:
+    # The answer is what a matched question is asked for; after a statement, the next turn is
+    # only a reaction to it, so a statement lifts its reply less (when the setting says so).
+    if w.reply_statement_damping is None or "?" in c.text:
+        return w.reply_damping
+    return w.reply_statement_damping
+
+
 def score_candidates(
     cands: Iterable[Candidate],
     by_id_lookup: Lookup,
@@ -293,7 +311,10 @@ def score_head(
             offer(child, base * w.child_damping, cid, "child")
         for sibling in c.siblings:
             offer(sibling, base * w.sibling_damping, cid, "sibling")
-        offer(c.reply, base * w.reply_damping, cid, "reply")
+        offer(c.reply, base * _reply_share(c, w), cid, "reply")
+        if w.prompt_damping and c.reply in hits:
+            # The turn before a hit, when it is a hit too: the question its answer was asked by.
+            offer(cid, float(bases[c.reply]["base"] or 0.0) * w.prompt_damping, c.reply, "prompt")
 
     missing = [nid for nid in lifted if nid not in hits]
     complete = True
@@ -313,7 +334,10 @@ def score_head(
         terms = bases[c.id] if c.id in hits else _base(Candidate(c.id), _Query(), age, w)  # base 0: not a hit
         propagation, source, via = lifted.get(c.id, (0.0, None, None))
         base = float(terms["base"] or 0.0)
-        relevance = max(base, propagation)
+        # Kin support: a hit that its neighbour also lifts (a question matched together with its
+        # answer) keeps a share of the weaker of the two on top of the stronger.
+        support = w.kin_share * min(base, propagation)
+        relevance = max(base, propagation) + support
         priors = _priors(c, age, w, q)
         total = relevance + sum(priors.values())
         explain = {
@@ -321,6 +345,7 @@ def score_head(
             "propagated_from": source,
             "propagated_via": via,
             "propagation": propagation,
+            "kin_support": support,
             "relevance": relevance,
             **priors,
             "total": total,
