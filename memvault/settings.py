@@ -241,7 +241,7 @@ class LiveSettings(Section):
         ge=0, default=6 * 3600.0, description="How long a drainer waits for the writer lock (e.g. behind the nightly run) before leaving the spool for the next one"
     )
     watch_poll_s: float = Field(gt=0, default=2.0, description="`memvault watch`: seconds between scans when polling (no file-system notifications)")
-    serve_drain_s: float = Field(gt=0, default=2.0, description="`memvault serve`: seconds between checks of the spool (it drains with its warm embedder)")
+    serve_drain_s: float = Field(gt=0, default=2.0, description="`memvault serve`: seconds between checks of the spool (it drains with its warm embedder); a new entry wakes it at once through file-system notifications, so this check is the fallback where those do not work")
     prompt_threshold: float = Field(
         ge=0, le=1, default=0.35,
         description="prompt-recall: the best cosine similarity between the prompt and a recalled node needed before a block is injected (below it: nothing)"

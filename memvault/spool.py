@@ -146,7 +146,7 @@ def serve_info(state_dir: Path) -> dict[str, Any] | None:
 def write_serve_info(state_dir: Path, host: str, port: int, drains: bool, prompt_timeout_s: float) -> Path:
     """Announce this `memvault serve` to the hooks (they read it instead of the settings)."""
     path = state_dir / SERVE_INFO
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")  # two servers starting at once must not share it
     tmp.write_text(json.dumps({"pid": os.getpid(), "host": host, "port": port, "drains": drains,
                                "prompt_timeout_s": prompt_timeout_s}), encoding="utf-8")
     os.replace(tmp, path)

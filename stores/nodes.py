@@ -18,6 +18,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -53,6 +54,11 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     the synchronous builder (which fetches the table schema twice per query), and the two
     searches of a recall run concurrently without a thread pool. Callable from any thread.
     """
+    return _submit(coro).result()
+
+
+def _submit(coro: Coroutine[Any, Any, T]) -> "Future[T]":
+    """Start ``coro`` on the background event loop; its result is the returned future's."""
     global _LOOP
     with _LOOP_LOCK:
         if _LOOP is None or _LOOP[0] != os.getpid():  # a forked child starts its own loop
@@ -60,7 +66,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
             threading.Thread(target=loop.run_forever, name="memvault-lancedb", daemon=True).start()
             _LOOP = (os.getpid(), loop)
         loop = _LOOP[1]
-    return asyncio.run_coroutine_threadsafe(coro, loop).result()
+    return asyncio.run_coroutine_threadsafe(coro, loop)
 
 
 
@@ -312,12 +318,16 @@ class NodeIndex(NodeWrites):
                     out[start + q][node] = float(vectors[start + q] @ matrix[where[row]])
         return out
 
-    def recall_search(self, vector: np.ndarray, query: str, k: int, nprobes: int = 20,
+    def recall_search(self, vector: np.ndarray | Callable[[], np.ndarray], query: str, k: int, nprobes: int = 20,
                       refine_factor: int = 5, where: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Vector top-``k`` (with ``_distance``) and full-text top-``k`` (with ``_score``),
         queried concurrently; both with ``RECALL_COLUMNS`` and the vector. ``where`` (see
-        :func:`scope_filter`) prefilters both searches, so a scoped recall is still one round."""
+        :func:`scope_filter`) prefilters both searches, so a scoped recall is still one round.
+        ``vector`` may be the function that computes it (the query's embedding): the
+        full-text search is then under way while it runs."""
         table = self._table()
+        fts = _submit(self._fts(table, query, k, RECALL_COLUMNS + ["vector"], where))
+        vector = vector() if callable(vector) else vector
         # No "NOT pending" prefilter: it scans the whole `pending` column per query (3–5 ms at
         # 100k nodes, ten times that at 1M). Pending nodes hold a zero or no vector, which
         # cosine search never returns; a pending row that slips through is dropped below.
@@ -326,12 +336,10 @@ class NodeIndex(NodeWrites):
         if where:
             vq = vq.where(where)
 
-        async def both() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-            vector_rows, fts_rows = await asyncio.gather(vq.to_arrow(),
-                                                         self._fts(table, query, k, RECALL_COLUMNS + ["vector"], where))
-            return [r for r in records(vector_rows) if not r["pending"]], fts_rows
+        async def nearest() -> list[dict[str, Any]]:
+            return [r for r in records(await vq.to_arrow()) if not r["pending"]]
 
-        return _run(both())
+        return _run(nearest()), fts.result()
 
     def rows_of(self, ids: Sequence[str], scope: str | None = None) -> list[dict[str, Any]]:
         """``LIFTED_COLUMNS`` and the vector of each of ``ids`` that exists, in one read (the

@@ -2,6 +2,7 @@
 and the article tools. Reads only the node index and the vault; never opens the ledger.
 """
 
+import functools
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,7 +50,10 @@ class MemoryService:
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        self.embedder = embedder or Embedder(settings.embeddings.batch_size)
+        # One onnxruntime thread: a query is one short text, which a second thread does not
+        # speed up, and the pool's threads keep spinning after each run, on the cores the
+        # index searches that follow need (2–4× slower searches on two cores, measured).
+        self.embedder = embedder or Embedder(settings.embeddings.batch_size, threads=1)
         self.vault = Vault(settings.home)
         self._nodes: NodeIndex | None = None
 
@@ -85,15 +89,18 @@ class MemoryService:
         messages of a message hit's exchange — so a recall reads twice: the two searches side
         by side, then (``lookup``) the lifted nodes that can still rank, with their vectors.
         """
-        qv = self.embedder.embed_one(query)
         rows: dict[str, dict[str, Any]] = {}
         cands: dict[str, Candidate] = {}
         ix = self.settings.index
         from stores.nodes import scope_filter
 
         where = scope_filter(scope.project, scope.source, scope.since, scope.until) if scope else None
-        vector_hits, fts_hits = self.nodes.recall_search(qv, query, k, nprobes=ix.ann_nprobes,
+        # The embedding is computed inside the call, once the full-text search has started:
+        # onnxruntime and LanceDB both release the GIL, so the two overlap on two cores.
+        embed = functools.cache(lambda: self.embedder.embed_one(query))
+        vector_hits, fts_hits = self.nodes.recall_search(embed, query, k, nprobes=ix.ann_nprobes,
                                                          refine_factor=ix.ann_refine_factor, where=where)
+        qv = embed()
         for rank, row in enumerate(vector_hits, start=1):
             rows[row["id"]] = row
             c = cands.setdefault(row["id"], _candidate(row, cwd))

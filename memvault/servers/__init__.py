@@ -22,8 +22,9 @@ class SharedService:
 
     Calls are serialized: the embedding model loads lazily and is not meant to be loaded
     twice by two first queries at once, and one person's agents do not need parallel
-    recall. Nothing is held between calls, so the nightly flow can write the index while a
-    server runs; each call reads the index's last committed version.
+    recall. The service keeps its node index handle (and the model) for the server's life;
+    the handle checks for a newer version on every read, so the nightly flow or a drain can
+    write the index while a server runs and each call reads the last committed version.
     """
 
     def __init__(self, service: MemoryService) -> None:

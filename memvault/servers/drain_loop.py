@@ -2,29 +2,63 @@
 
 The drainer started by a hook loads its own embedding model; a running server already has
 one warm, so while it runs it announces itself in ``.memvault/serve.json`` (hooks then start
-no drainer, and prompt-recall asks it over loopback) and drains every ``live.serve_drain_s``.
-Drains run through the shared service, serialized with recall calls.
+no drainer, and prompt-recall asks it over loopback) and drains what they spool. It wakes
+when an entry lands in the spool folder (file-system notifications through watchfiles), so a
+captured turn is drained at once, and looks every ``live.serve_drain_s`` as well: that check
+is all there is where notifications do not work (some network file systems, a full inotify
+table). Drains run through the shared service, serialized with recall calls.
 """
 
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 
 from memvault import spool
 from memvault.errors import MemvaultError
 from memvault.servers import SharedService
 
 
+def spool_wakeups(folder: Path, interval_s: float, stop: threading.Event) -> Iterator[None]:
+    """One item when an entry is added to ``folder``, or ``interval_s`` passed without one,
+    until ``stop`` is set; a plain timer when file-system notifications do not work there."""
+    from watchfiles import Change, watch
+
+    def added_entry(change: Change, path: str) -> bool:
+        return change == Change.added and path.endswith(".json")  # not its .tmp, not removals
+
+    try:
+        # step: an event is handed over after 50 ms without another (capture writes one file).
+        for _ in watch(folder, watch_filter=added_entry, stop_event=stop, step=50, recursive=False,
+                       rust_timeout=int(interval_s * 1000), yield_on_timeout=True, raise_interrupt=False):
+            yield
+        return
+    except (OSError, RuntimeError) as exc:  # no inotify watch left, a file system without events
+        spool.log_line(folder.parent, f"serve: no file-system notifications for the spool ({exc}); "
+                                      f"checking it every {interval_s:g} s")
+    while not stop.wait(interval_s):
+        yield
+
+
 def drain_loop(shared: SharedService, stop: threading.Event) -> None:
-    """Drain whenever the spool holds entries, until ``stop`` is set."""
+    """Drain whenever the spool holds entries (at start, on each new entry, on each tick),
+    until ``stop`` is set."""
     from memvault.ops.drain import run_drainer
 
     settings = shared.service.settings
-    while not stop.wait(settings.live.serve_drain_s):
-        if not spool.pending(settings.state_dir):
-            continue
+    folder = spool.spool_dir(settings.state_dir)
+    folder.mkdir(parents=True, exist_ok=True)  # watched before the first capture creates it
+
+    def drain() -> None:
+        if stop.is_set() or not spool.pending(settings.state_dir):
+            return
         try:
             shared.call(lambda s: run_drainer(s.settings, wait=False, embedder=s.embedder))
         except MemvaultError as exc:
             spool.log_line(settings.state_dir, f"serve: drain failed ({exc}); the spool is kept")
+
+    drain()  # what was spooled before the server started
+    for _ in spool_wakeups(folder, settings.live.serve_drain_s, stop):
+        drain()
 
 
 def start(shared: SharedService, host: str, port: int) -> threading.Event:
