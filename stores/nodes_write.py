@@ -16,7 +16,7 @@ from lancedb.db import DBConnection
 from lancedb.index import FTS, BTree, IvfPq
 from lancedb.table import Table
 
-from stores.nodes_schema import COLD, COLD_SCHEMA, SIMILAR_TYPE, by_source, id_list
+from stores.nodes_schema import COLD, COLD_SCHEMA, SIMILAR_TYPE, by_source, card_of, id_list
 
 
 def _optimize(table: Table, older_than: timedelta, **kwargs: Any) -> None:
@@ -45,6 +45,19 @@ def arrow_rows(rows: list[dict[str, Any]], schema: pa.Schema, dim: int) -> pa.Ta
     return table.add_column(schema.get_field_index("vector"), schema.field("vector"), vectors).select(schema.names)
 
 
+def complete(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows as the table stores them: with their ``card`` (what recall reads, packed), and
+    with full text over the node's own text where a row names no ``fts_text`` (rows built
+    elsewhere — tests, the latency bench — may omit it)."""
+    out = []
+    for r in rows:
+        full = {**r, "fts_text": r.get("fts_text") or r.get("text"), "similar": r.get("similar") or [],
+                "kin": r.get("kin") or []}
+        full["card"] = card_of(full)
+        out.append(full)
+    return out
+
+
 class NodeWrites:
     """Every write to the nodes table (and the ``cold`` table), as :class:`NodeIndex` methods."""
 
@@ -56,10 +69,7 @@ class NodeWrites:
     def upsert(self, rows: list[dict[str, Any]]) -> None:
         """Insert these rows, replacing those with the same ``id``, in one commit."""
         if rows:
-            # Rows built elsewhere (tests, the latency bench) may omit it: full text then
-            # matches the node's own text.
-            rows = [{**r, "fts_text": r.get("fts_text") or r.get("text"), "similar": r.get("similar") or [],
-                     "kin": r.get("kin") or []} for r in rows]
+            rows = complete(rows)
             (self.nodes.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
              .execute(arrow_rows(rows, self.nodes.schema, self.dim)))
 
@@ -67,8 +77,7 @@ class NodeWrites:
         """Add rows whose ids are not in the index yet (a fresh index's bulk load), in one
         commit: unlike :meth:`upsert`, no join against the rows already there."""
         if rows:
-            rows = [{**r, "fts_text": r.get("fts_text") or r.get("text"), "similar": r.get("similar") or [],
-                     "kin": r.get("kin") or []} for r in rows]
+            rows = complete(rows)
             self.nodes.add(arrow_rows(rows, self.nodes.schema, self.dim))
 
     def delete(self, ids: Iterable[str]) -> None:
