@@ -61,13 +61,15 @@ LIGHT_COLUMNS = ["id", "doc", "doc_kind", "path", "parent", "kind", "title", "te
                  "project", "source", "doc_date"]
 # What recall reads of a search hit: scoring, what it lifts, the block and citations. A
 # search's cost is mostly its columns (each read of a hit's column is a random read per row:
-# about half a millisecond per column at 100k nodes, three times that at 1M), so everything
-# that a write fixes for good is one packed column, ``card``; what later writes change in
-# place (`similar` edges, access counts, a node gone cold) stays in columns of its own.
+# about half a millisecond per column at 100k nodes, three times that at 1M), so all of it is
+# one packed column, ``card``: a search reads the card and the vector, and costs about what
+# a search for ids alone does. The columns stay the truth for filters, indexes and ``get``;
+# every write that changes a carded field in place (edges, access counts, a node gone cold)
+# rewrites the card in the same write (``stores/nodes_write.py``).
 CARD_FIELDS = ("id", "doc", "path", "kind", "title", "text", "ref", "created_at", "importance", "project", "source",
-               "parent", "reply", "kin")
-LIFTED_COLUMNS = ["card", "access", "pending"]
-RECALL_COLUMNS = [*LIFTED_COLUMNS, "similar"]
+               "parent", "reply", "kin", "similar", "access", "pending")
+LIFTED_COLUMNS = ["card"]
+RECALL_COLUMNS = ["card"]
 
 
 def _stored_time(value: Any) -> str | None:
@@ -81,13 +83,27 @@ def _stored_time(value: Any) -> str | None:
 
 def card_of(row: Mapping[str, Any]) -> str:
     """``CARD_FIELDS`` of a row as one JSON array, each value as its column would read back
-    (importance rounded to float32, the creation time naive UTC)."""
-    importance = row.get("importance")
-    values = [row.get(f) for f in CARD_FIELDS]
-    values[CARD_FIELDS.index("created_at")] = _stored_time(row.get("created_at"))
-    values[CARD_FIELDS.index("importance")] = None if importance is None else float(np.float32(importance))
-    values[CARD_FIELDS.index("kin")] = list(row.get("kin") or [])
-    return json.dumps(values, ensure_ascii=False, separators=(",", ":"))
+    (importance and edge weights rounded to float32, the creation time naive UTC)."""
+    values = {f: row.get(f) for f in CARD_FIELDS}
+    values["created_at"] = _stored_time(row.get("created_at"))
+    values["importance"] = _f32(row.get("importance"))
+    values["kin"] = list(row.get("kin") or [])
+    values["similar"] = [{"id": e["id"], "sim": _f32(e["sim"])} for e in row.get("similar") or []]
+    values["access"] = None if row.get("access") is None else int(row["access"])
+    values["pending"] = None if row.get("pending") is None else bool(row["pending"])
+    return json.dumps([values[f] for f in CARD_FIELDS], ensure_ascii=False, separators=(",", ":"))
+
+
+def card_fields(card: str) -> dict[str, Any]:
+    """The fields a ``card`` packs (the inverse of :func:`card_of`)."""
+    values = json.loads(card)
+    if values[_CREATED] is not None:
+        values[_CREATED] = datetime.fromisoformat(values[_CREATED])
+    return dict(zip(CARD_FIELDS, values))
+
+
+def _f32(value: Any) -> float | None:
+    return None if value is None else float(np.float32(value))
 
 
 _CREATED = CARD_FIELDS.index("created_at")
@@ -97,12 +113,8 @@ def _unpack(rows: list[dict[str, Any]]) -> None:
     """Replace each row's ``card`` with the fields it packs."""
     for row in rows:
         card = row.pop("card", None)
-        if card is None:
-            continue
-        values = json.loads(card)
-        if values[_CREATED] is not None:
-            values[_CREATED] = datetime.fromisoformat(values[_CREATED])
-        row.update(zip(CARD_FIELDS, values))
+        if card is not None:
+            row.update(card_fields(card))
 
 
 def records(table: pa.Table) -> list[dict[str, Any]]:

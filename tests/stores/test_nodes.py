@@ -120,5 +120,14 @@ def test_recall_reads_a_hit_through_its_card_as_the_columns_hold_it(tmp_path: Pa
     assert [(e["id"], round(e["sim"], 3)) for e in hit["similar"]] == [("n7", 0.8)]  # edges written later
     lifted = nodes.rows_of(["n3", "n9", "gone"])
     assert {r["id"] for r in lifted} == {"n3", "n9"}
-    assert all(set(LIFTED_COLUMNS) - {"card"} <= set(r) and "card" not in r for r in lifted)
+    assert LIFTED_COLUMNS == ["card"] and all("card" not in r for r in lifted)
     assert next(r for r in lifted if r["id"] == "n3")["access"] == 2
+    # every write that changes a carded field in place rewrites the card with it
+    nodes.mark_cold(["n9"])
+    nodes.set_edges([("n3", "n8", 0.75), ("n3", "n7", 0.9)])
+    nodes.add_access({"n3": 1})
+    cold, n3 = sorted(nodes.rows_of(["n9", "n3"]), key=lambda r: r["id"], reverse=True)
+    assert cold["pending"] is True and cold["vector"] is None
+    assert n3["access"] == 3 and [e["id"] for e in n3["similar"]] == ["n7", "n8"]
+    assert {k: n3[k] for k in ("access", "similar", "pending")} == \
+        {k: nodes.get(["n3"])[0][k] for k in ("access", "similar", "pending")}
