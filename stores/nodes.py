@@ -157,7 +157,7 @@ class NodeIndex(NodeWrites):
         self.nodes = self.db.open_table(NODES)
         self.meta = self.db.open_table(META)
         self._reader: AsyncTable | None = None  # the async handle of the nodes table, opened on first search
-        missing = [c for c in ("fts_text", "similar", "reply", "kin", "project", "source", "doc_date")
+        missing = [c for c in ("fts_text", "similar", "reply", "kin", "project", "source", "doc_date", "card")
                    if c not in self.nodes.schema.names]
         if missing:
             raise IndexMismatchError(

@@ -1,7 +1,8 @@
 """The node index's tables as data: the schemas, which columns each read takes, the SQL
 pieces of a filter, and Arrow results turned into rows. No LanceDB handle lives here."""
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -47,6 +48,10 @@ def node_schema(dim: int) -> pa.Schema:
         pa.field("project", pa.string()),
         pa.field("source", pa.string()),
         pa.field("doc_date", pa.timestamp("us")),
+        # What recall reads of a hit that never changes after the write (``CARD_FIELDS``),
+        # packed as one JSON array: a search reads one column instead of fourteen (see
+        # ``card_of``). The columns above stay the truth for filters, indexes and ``get``.
+        pa.field("card", pa.string()),
     ])
 
 
@@ -54,19 +59,70 @@ META_SCHEMA = pa.schema([pa.field("key", pa.string()), pa.field("value", pa.stri
 LIGHT_COLUMNS = ["id", "doc", "doc_kind", "path", "parent", "kind", "title", "text", "ref", "ord", "pending",
                  "content_hash", "created_at", "updated_at", "importance", "access", "similar", "reply", "kin",
                  "project", "source", "doc_date"]
-# What recall reads of a search hit: scoring, what it lifts, the block and citations. Every
-# column costs about half a millisecond per read, so a lifted node (which lifts nothing
-# further) is read without its links.
-LIFTED_COLUMNS = ["id", "doc", "path", "kind", "title", "text", "ref", "pending", "created_at", "importance", "access",
-                  "project", "source"]
-RECALL_COLUMNS = [*LIFTED_COLUMNS, "parent", "similar", "reply", "kin"]
+# What recall reads of a search hit: scoring, what it lifts, the block and citations. A
+# search's cost is mostly its columns (each read of a hit's column is a random read per row:
+# about half a millisecond per column at 100k nodes, three times that at 1M), so all of it is
+# one packed column, ``card``: a search reads the card and the vector, and costs about what
+# a search for ids alone does. The columns stay the truth for filters, indexes and ``get``;
+# every write that changes a carded field in place (edges, access counts, a node gone cold)
+# rewrites the card in the same write (``stores/nodes_write.py``).
+CARD_FIELDS = ("id", "doc", "path", "kind", "title", "text", "ref", "created_at", "importance", "project", "source",
+               "parent", "reply", "kin", "similar", "access", "pending")
+LIFTED_COLUMNS = ["card"]
+RECALL_COLUMNS = ["card"]
+
+
+def _stored_time(value: Any) -> str | None:
+    """A timestamp as the ``timestamp("us")`` columns store it: naive UTC, to the microsecond."""
+    if not isinstance(value, datetime):
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value.isoformat()
+
+
+def card_of(row: Mapping[str, Any]) -> str:
+    """``CARD_FIELDS`` of a row as one JSON array, each value as its column would read back
+    (importance and edge weights rounded to float32, the creation time naive UTC)."""
+    values = {f: row.get(f) for f in CARD_FIELDS}
+    values["created_at"] = _stored_time(row.get("created_at"))
+    values["importance"] = _f32(row.get("importance"))
+    values["kin"] = list(row.get("kin") or [])
+    values["similar"] = [{"id": e["id"], "sim": _f32(e["sim"])} for e in row.get("similar") or []]
+    values["access"] = None if row.get("access") is None else int(row["access"])
+    values["pending"] = None if row.get("pending") is None else bool(row["pending"])
+    return json.dumps([values[f] for f in CARD_FIELDS], ensure_ascii=False, separators=(",", ":"))
+
+
+def card_fields(card: str) -> dict[str, Any]:
+    """The fields a ``card`` packs (the inverse of :func:`card_of`)."""
+    values = json.loads(card)
+    if values[_CREATED] is not None:
+        values[_CREATED] = datetime.fromisoformat(values[_CREATED])
+    return dict(zip(CARD_FIELDS, values))
+
+
+def _f32(value: Any) -> float | None:
+    return None if value is None else float(np.float32(value))
+
+
+_CREATED = CARD_FIELDS.index("created_at")
+
+
+def _unpack(rows: list[dict[str, Any]]) -> None:
+    """Replace each row's ``card`` with the fields it packs."""
+    for row in rows:
+        card = row.pop("card", None)
+        if card is not None:
+            row.update(card_fields(card))
 
 
 def records(table: pa.Table) -> list[dict[str, Any]]:
     """Rows of an Arrow result, the vector column as float32 numpy rows (a Python list of 384
-    floats per row costs more than the read)."""
+    floats per row costs more than the read) and a ``card`` unpacked into its fields."""
     if "vector" not in table.column_names:
         rows: list[dict[str, Any]] = table.to_pylist()
+        _unpack(rows)
         return rows
     vectors = table.column("vector").combine_chunks()
     dim = vectors.type.list_size
@@ -76,6 +132,7 @@ def records(table: pa.Table) -> list[dict[str, Any]]:
     else:  # rows without a vector (cold nodes) leave the flattened array short
         matrix = [v.values.to_numpy(zero_copy_only=False).astype(np.float32) if v.is_valid else None for v in vectors]
     rows = table.drop_columns(["vector"]).to_pylist()
+    _unpack(rows)
     for row, vector in zip(rows, matrix):
         row["vector"] = vector
     return rows

@@ -16,7 +16,7 @@ from lancedb.db import DBConnection
 from lancedb.index import FTS, BTree, IvfPq
 from lancedb.table import Table
 
-from stores.nodes_schema import COLD, COLD_SCHEMA, SIMILAR_TYPE, by_source, id_list
+from stores.nodes_schema import COLD, COLD_SCHEMA, SIMILAR_TYPE, by_source, card_fields, card_of, id_list
 
 
 def _optimize(table: Table, older_than: timedelta, **kwargs: Any) -> None:
@@ -45,6 +45,19 @@ def arrow_rows(rows: list[dict[str, Any]], schema: pa.Schema, dim: int) -> pa.Ta
     return table.add_column(schema.get_field_index("vector"), schema.field("vector"), vectors).select(schema.names)
 
 
+def complete(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows as the table stores them: with their ``card`` (what recall reads, packed), and
+    with full text over the node's own text where a row names no ``fts_text`` (rows built
+    elsewhere — tests, the latency bench — may omit it)."""
+    out = []
+    for r in rows:
+        full = {**r, "fts_text": r.get("fts_text") or r.get("text"), "similar": r.get("similar") or [],
+                "kin": r.get("kin") or []}
+        full["card"] = card_of(full)
+        out.append(full)
+    return out
+
+
 class NodeWrites:
     """Every write to the nodes table (and the ``cold`` table), as :class:`NodeIndex` methods."""
 
@@ -56,10 +69,7 @@ class NodeWrites:
     def upsert(self, rows: list[dict[str, Any]]) -> None:
         """Insert these rows, replacing those with the same ``id``, in one commit."""
         if rows:
-            # Rows built elsewhere (tests, the latency bench) may omit it: full text then
-            # matches the node's own text.
-            rows = [{**r, "fts_text": r.get("fts_text") or r.get("text"), "similar": r.get("similar") or [],
-                     "kin": r.get("kin") or []} for r in rows]
+            rows = complete(rows)
             (self.nodes.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
              .execute(arrow_rows(rows, self.nodes.schema, self.dim)))
 
@@ -67,8 +77,7 @@ class NodeWrites:
         """Add rows whose ids are not in the index yet (a fresh index's bulk load), in one
         commit: unlike :meth:`upsert`, no join against the rows already there."""
         if rows:
-            rows = [{**r, "fts_text": r.get("fts_text") or r.get("text"), "similar": r.get("similar") or [],
-                     "kin": r.get("kin") or []} for r in rows]
+            rows = complete(rows)
             self.nodes.add(arrow_rows(rows, self.nodes.schema, self.dim))
 
     def delete(self, ids: Iterable[str]) -> None:
@@ -86,26 +95,44 @@ class NodeWrites:
         self._write_similar(by_source(edges))
 
     def _write_similar(self, similar: dict[str, dict[str, float]]) -> None:
-        """Set the `similar` column of these rows, in one commit (a partial merge-insert)."""
+        """Set the `similar` column (and the card) of these rows, in one commit (a partial merge-insert)."""
         if not similar:
             return
+        cards = self._cards(similar)
+        edges = {i: [{"id": d, "sim": s} for d, s in sorted(e.items(), key=lambda kv: -kv[1])]
+                 for i, e in similar.items() if i in cards}
         data = pa.Table.from_pylist(
-            [{"id": i, "similar": [{"id": d, "sim": s} for d, s in sorted(e.items(), key=lambda kv: -kv[1])]}
-             for i, e in similar.items()],
-            schema=pa.schema([pa.field("id", pa.string()), pa.field("similar", SIMILAR_TYPE)]))
-        self.nodes.merge_insert("id").when_matched_update_all().execute(data)
+            [{"id": i, "similar": e, "card": card_of({**cards[i], "similar": e})} for i, e in edges.items()],
+            schema=pa.schema([pa.field("id", pa.string()), pa.field("similar", SIMILAR_TYPE),
+                              pa.field("card", pa.string())]))
+        if data.num_rows:
+            self.nodes.merge_insert("id").when_matched_update_all().execute(data)
+
+    def _cards(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The card fields of these nodes (those that exist), for a write that changes some of them."""
+        wanted = set(ids)
+        if len(wanted) > 5_000:  # most of the table (maintenance's edge rebuild): one scan, not IN lists
+            parts = [self.nodes.search().select(["id", "card"]).limit(100_000_000).to_arrow()]
+        else:
+            order = sorted(wanted)
+            parts = [self.nodes.search().where("id IN " + id_list(order[s:s + 500])).select(["id", "card"])
+                     .limit(500).to_arrow() for s in range(0, len(order), 500)]
+        return {i: card_fields(c) for part in parts
+                for i, c in zip(part.column("id").to_pylist(), part.column("card").to_pylist())
+                if i in wanted and c is not None}
 
     def add_access(self, counts: dict[str, int]) -> None:
-        """Fold access counts from the side log into the nodes (one write per run, not per query)."""
-        by_increment: dict[int, list[str]] = {}
-        for node_id, n in counts.items():
-            if n > 0:
-                by_increment.setdefault(int(n), []).append(node_id)
-        # One update per distinct increment (not per node): few versions however many nodes.
-        for n, ids in sorted(by_increment.items()):
-            for start in range(0, len(ids), 500):
-                where = "id IN " + id_list(ids[start:start + 500])
-                self.nodes.update(where=where, values_sql={"access": f"coalesce(access, 0) + {n}"})
+        """Fold access counts from the side log into the nodes, in one commit (one write per
+        run, not per query); the cards carry the new counts too."""
+        counts = {i: int(n) for i, n in counts.items() if n > 0}
+        cards = self._cards(counts)
+        if not cards:
+            return
+        updated = [{**fields, "access": int(fields.get("access") or 0) + counts[i]} for i, fields in cards.items()]
+        data = pa.Table.from_pylist([{"id": f["id"], "access": f["access"], "card": card_of(f)} for f in updated],
+                                    schema=pa.schema([pa.field("id", pa.string()), pa.field("access", pa.int32()),
+                                                      pa.field("card", pa.string())]))
+        self.nodes.merge_insert("id").when_matched_update_all().execute(data)
 
     def ensure_indexes(self, ann_threshold: int, fold_fraction: float = 0.1) -> list[str]:
         """Create the indexes a write needs and return which ones were built or refreshed.
@@ -202,6 +229,11 @@ class NodeWrites:
         for start in range(0, len(ids), 500):
             where = "id IN " + id_list(ids[start:start + 500])
             self.nodes.update(where=where, values={"pending": True, "vector": None})
+        cards = self._cards(ids)
+        data = pa.Table.from_pylist([{"id": i, "card": card_of({**f, "pending": True})} for i, f in cards.items()],
+                                    schema=pa.schema([pa.field("id", pa.string()), pa.field("card", pa.string())]))
+        if data.num_rows:
+            self.nodes.merge_insert("id").when_matched_update_all().execute(data)
 
     def optimize(self, cleanup_older_than: timedelta) -> dict[str, int]:
         """Compact every table and delete versions older than the margin; returns versions left."""

@@ -76,3 +76,58 @@ def test_an_index_built_by_an_older_memvault_is_refused_with_the_fix(tmp_path: P
     db.create_table("meta", schema=META_SCHEMA).add([{"key": "embedding_model", "value": "test-model"}])
     with pytest.raises(IndexMismatchError, match=r"older memvault \(no `similar` column\).*memvault reindex"):
         NodeIndex(uri, "test-model", DIM, create=False)
+
+
+def test_an_index_without_the_packed_recall_card_is_refused_with_the_fix(tmp_path: Path) -> None:
+    import lancedb
+    import pyarrow as pa
+
+    from memvault.errors import IndexMismatchError
+    from stores.nodes import META_SCHEMA, node_schema
+
+    uri = str(tmp_path / "nodes.lance")
+    db = lancedb.connect(uri)
+    db.create_table("nodes", schema=pa.schema([f for f in node_schema(DIM) if f.name != "card"]))
+    db.create_table("meta", schema=META_SCHEMA).add([{"key": "embedding_model", "value": "test-model"}])
+    with pytest.raises(IndexMismatchError, match=r"older memvault \(no `card` column\).*memvault reindex"):
+        NodeIndex(uri, "test-model", DIM, create=False)
+
+
+def test_recall_reads_a_hit_through_its_card_as_the_columns_hold_it(tmp_path: Path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from stores.nodes import LIFTED_COLUMNS
+
+    rng = np.random.default_rng(5)
+    nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
+    rows = synthetic_rows(20, rng)
+    # values a card must carry exactly as their columns read back: a tz-aware time (stored as
+    # naive UTC), an importance that float32 rounds, links, quotes and non-ASCII text
+    rows[3].update(created_at=datetime(2024, 5, 1, 12, 30, 1, 123456, tzinfo=timezone(timedelta(hours=2))),
+                   importance=0.1, kin=["n4", "n5"], reply="n4", parent="n0", project="/src/mv", source="claude",
+                   text='Ünïcode "quoted" — text', title="t'3")
+    nodes.upsert(rows)
+    nodes.set_edges([("n3", "n7", 0.8)])
+    nodes.add_access({"n3": 2})
+    full = nodes.get(["n3"], with_vectors=True)[0]
+    vector_hits, _ = nodes.recall_search(np.asarray(full["vector"], dtype=np.float32), "", 3)
+    hit = vector_hits[0]
+    assert hit["id"] == "n3" and "card" not in hit
+    for field in ("doc", "path", "kind", "title", "text", "ref", "created_at", "importance", "project", "source",
+                  "parent", "reply", "kin", "access", "pending"):
+        assert hit[field] == full[field], field
+    assert hit["created_at"] == datetime(2024, 5, 1, 10, 30, 1, 123456)
+    assert [(e["id"], round(e["sim"], 3)) for e in hit["similar"]] == [("n7", 0.8)]  # edges written later
+    lifted = nodes.rows_of(["n3", "n9", "gone"])
+    assert {r["id"] for r in lifted} == {"n3", "n9"}
+    assert LIFTED_COLUMNS == ["card"] and all("card" not in r for r in lifted)
+    assert next(r for r in lifted if r["id"] == "n3")["access"] == 2
+    # every write that changes a carded field in place rewrites the card with it
+    nodes.mark_cold(["n9"])
+    nodes.set_edges([("n3", "n8", 0.75), ("n3", "n7", 0.9)])
+    nodes.add_access({"n3": 1})
+    cold, n3 = sorted(nodes.rows_of(["n9", "n3"]), key=lambda r: r["id"], reverse=True)
+    assert cold["pending"] is True and cold["vector"] is None
+    assert n3["access"] == 3 and [e["id"] for e in n3["similar"]] == ["n7", "n8"]
+    assert {k: n3[k] for k in ("access", "similar", "pending")} == \
+        {k: nodes.get(["n3"])[0][k] for k in ("access", "similar", "pending")}
