@@ -10,12 +10,16 @@ table). Drains run through the shared service, serialized with recall calls.
 """
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from memvault import spool
 from memvault.errors import MemvaultError
 from memvault.servers import SharedService
+
+
+ARMED_CHECK_MS = 200  # how soon after the watch is armed the spool is checked once more
 
 
 def spool_wakeups(folder: Path, interval_s: float, stop: threading.Event) -> Iterator[None]:
@@ -28,9 +32,17 @@ def spool_wakeups(folder: Path, interval_s: float, stop: threading.Event) -> Ite
 
     try:
         # step: an event is handed over after 50 ms without another (capture writes one file).
-        for _ in watch(folder, watch_filter=added_entry, stop_event=stop, step=50, recursive=False,
-                       rust_timeout=int(interval_s * 1000), yield_on_timeout=True, raise_interrupt=False):
-            yield
+        # The watch is armed inside the first wait, after the caller's check at start: an entry
+        # landing in between raises no event, so the first timeout after arming (ARMED_CHECK_MS)
+        # wakes the caller once more; later timeouts wake it only once ``interval_s`` has passed.
+        armed, last = False, time.monotonic()
+        for changes in watch(folder, watch_filter=added_entry, stop_event=stop, step=50, recursive=False,
+                             rust_timeout=min(ARMED_CHECK_MS, int(interval_s * 1000)), yield_on_timeout=True,
+                             raise_interrupt=False):
+            now = time.monotonic()
+            if changes or not armed or now - last >= interval_s:
+                armed, last = True, now
+                yield
         return
     except (OSError, RuntimeError) as exc:  # no inotify watch left, a file system without events
         spool.log_line(folder.parent, f"serve: no file-system notifications for the spool ({exc}); "
