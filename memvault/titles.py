@@ -72,6 +72,7 @@ i me my we our you your he she it its they them this that these those is are was
 had do does did will would should could can may might must shall not no but if then than so just also very
 really about what when where which who why how all any some each every other more most much many few there
 here let lets let's i'm i've we're you're don't doesn't didn't isn't it's that's what's itself less least enough again too else both either neither only
+without within after before during until through under between against across behind beyond except per via like
 """.split())
 
 
@@ -240,7 +241,7 @@ def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | 
     scored = score_all(cands)
     # The best single words, with the common nouns that follow them, are candidates too.
     singles = {p.casefold(): (rank, p) for _, rank, p in sorted(scored, key=lambda t: -t[0]) if len(p.split()) == 1}
-    heads = {k: v for k, v in _head_nouns(dict(list(singles.items())[:3]), docs + named).items() if k not in cands}
+    heads = {k: v for k, v in _head_nouns(dict(list(singles.items())[:5]), docs + named).items() if k not in cands}
     scored += score_all(heads)
     if similarity is not None:
         sims = similarity([p for _, _, p in scored])
