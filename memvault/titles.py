@@ -338,6 +338,8 @@ def distinct_phrases(phrases: list[str], n: int, exclude: str = "") -> list[str]
         words = stems(phrase)
         if {"and", "or"} & set(_tokens(phrase)):
             continue  # "itinerary and budget" is a list already: it reads badly inside another
+        if any(_has_phrase(p.casefold(), phrase.casefold()) for p in out):
+            continue  # "sourdough starter Bubbles" after "sourdough starter" says it twice
         if words and not words <= seen:
             out.append(phrase)
             seen |= words

@@ -107,6 +107,8 @@ def test_headings_say_what_each_section_is_about(embedder: Embedder) -> None:
     assert all("…" not in h and len(h) <= 47 for h in headings)
     lead = next(line for line in article.splitlines() if line.startswith("**Sourdough**"))
     assert " and " in lead and "Bubbles is" not in lead
+    about = lead.split(", about ", 1)[1].rstrip(".").replace(" and ", ", ").split(", ")
+    assert len(about) == 3 and not any(a.casefold() in b.casefold() for a in about for b in about if a != b), lead
 
 
 def test_three_unrelated_topics_of_one_conversation_find_three_buckets(make_ctx: Any, embedder: Embedder) -> None:
