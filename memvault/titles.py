@@ -333,7 +333,7 @@ def distinct_phrases(phrases: list[str], n: int, exclude: str = "") -> list[str]
         return {w.rstrip("s") for w in _tokens(text) if w not in _STOP}
 
     seen = stems(exclude)
-    out = []
+    out: list[str] = []
     for phrase in phrases:
         words = stems(phrase)
         if {"and", "or"} & set(_tokens(phrase)):
