@@ -9,17 +9,17 @@ code, git and build output, slash commands (`/mode`), file names and paths, ids,
 attachment placeholders (`[image: file_…]`) are cut before phrases are proposed, and phrases
 made only of generic words ("Topic", "Notes", "Question") are refused.
 
-Section headings are one phrase of their own chunk (≤ 60 characters with the date beside it),
-never a first sentence cut with "…".
+Section headings (memvault.headings) are one phrase of their own chunk (≤ 60 characters with
+the date beside it), never a first sentence cut with "…". With an embedder at hand, phrases are
+also weighed by their cosine to the text they name (memvault.phrase_similarity).
 """
 
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from collections.abc import Iterable, Sequence
 
-import numpy as np
+from memvault.phrase_similarity import SIM_POWER, Similarity
 
 HEADING_CHARS = 60
 _DATE_CHARS = len(" (YYYY-MM-DD)")
@@ -158,33 +158,6 @@ def _candidates(text: str, top: int) -> list[str]:
 
 def _has_phrase(phrase: str, text: str) -> bool:
     return re.search(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", text) is not None
-
-
-# Cosine of each phrase to the topic's own vector (the chunks' centroid, or one chunk's):
-# what the phrases are measured against when an embedder is at hand (tasks.cluster,
-# tasks.synthesize). A phrase close to it sums the text up; a name mentioned in passing
-# ("Bubbles", the starter's name; "Santa Luzia" in a packing list) does not.
-Similarity = Callable[[list[str]], Sequence[float]]
-SIM_POWER = 2.0
-
-
-class PhraseEmbedder(Protocol):
-    """What `similarity_to` needs of an embedder (memvault.embeddings.Embedder): unit vectors."""
-
-    def embed(self, texts: list[str]) -> np.ndarray: ...
-
-
-def similarity_to(embedder: PhraseEmbedder, vector: np.ndarray) -> Similarity:
-    """A `Similarity` against ``vector`` (a unit vector of the embedder's space)."""
-    def similarity(phrases: list[str]) -> list[float]:
-        return [float(s) for s in embedder.embed(phrases) @ vector] if phrases else []
-    return similarity
-
-
-def unit_mean(vectors: np.ndarray) -> np.ndarray:
-    """The unit mean of ``vectors`` (rows)."""
-    mean = vectors.mean(axis=0)
-    return np.asarray(mean / (np.linalg.norm(mean) or 1.0), dtype=np.float32)
 
 
 def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | None = None,
@@ -400,62 +373,3 @@ def topic_title(texts: list[str], background: list[str], taken: set[str], titles
     while name.casefold() in taken:
         name, n = f"{base} {n}", n + 1
     return name
-
-
-def _short_label(label: str | None) -> str | None:
-    """A chunk label that is already a heading (a model's topic label), not a cut sentence."""
-    text = " ".join((label or "").replace("#", " ").split())
-    if not text or len(text) > PHRASE_CHARS or "…" in text or text.endswith((".", "?", "!", ":", ",", ";")):
-        return None
-    if len(text.split()) > 7 or not acceptable_heading(text):
-        return None
-    return text
-
-
-def acceptable_heading(text: str) -> bool:
-    """Whether a label can stand as a heading: some non-generic word, no markup or paths."""
-    if any(ch in text for ch in "/\\[]<>`|") or is_source_name(text):
-        return False
-    return any(w.lower() not in _STOP for w in _WORD.findall(text))
-
-
-def _usable_title(title: str | None, text: str) -> str | None:
-    """A conversation title that can head this chunk's section: short, whole (not cut with
-    "…"), and about this chunk (most of its words are in it, so a conversation that changed
-    topic does not lend its title to the other topic)."""
-    name = " ".join((title or "").split())
-    if not name or len(name) > PHRASE_CHARS or "…" in name or name.endswith((".", "?", "!", ",", ";", ":")):
-        return None
-    if not acceptable_heading(name):
-        return None
-    content = {w for w in _tokens(name) if w not in _STOP}
-    present = set(_tokens(text))
-    # "Backing up Postgres" is about a chunk that says "backups": words match on their stem.
-    found = sum(w in present or any(p.startswith(w[:max(4, len(w) - 3)]) for p in present) for w in content)
-    return name if content and found >= 0.75 * len(content) else None
-
-
-def section_heading(label: str | None, text: str, background: list[str], title: str, date: str,
-                    conversation_title: str | None = None, taken: set[str] | None = None,
-                    similarity: Similarity | None = None) -> str:
-    """A section's heading: what its chunk is about (≤ 60 characters with ``date`` beside it).
-
-    In order: a short topic label (the model path's); the conversation's own title when it
-    fits and is about this chunk; the chunk's best key phrase that is not the article's own
-    ``title``, weighed by its ``similarity`` to the chunk when given. Never the name of the
-    assistant the conversation was held with. ``taken`` (casefolded) are headings the
-    article already has, dates aside.
-    """
-    taken = taken if taken is not None else set()
-    about = _short_label(label)
-    if about is None or about.casefold() in taken:
-        about = _usable_title(conversation_title, text)
-    if about is None or about.casefold() in taken:
-        about = None
-        own = title.casefold()
-        for phrase in ranked_phrases([text], background, top=20, similarity=similarity):
-            key = phrase.casefold()
-            if key not in own and own not in key and key not in taken:
-                about = phrase[:1].upper() + phrase[1:]
-                break
-    return f"{about or 'Notes'} ({date})"

@@ -41,7 +41,8 @@ from stores.meta import BucketsPage, bucket_key
 from tasks.cluster_model import ClusterReply, decide, reply_tokens, show_buckets, show_chunks
 from tasks.cluster_projects import apart_matrix, other_project
 from tasks.context import ModelStageResult, StageContext
-from memvault.titles import Similarity, similarity_to, topic_title, unit_mean
+from memvault.phrase_similarity import Similarity, similarity_to, unit_mean
+from memvault.titles import topic_title
 from tasks.text import keywords, surface_form
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,9 @@ from memvault.ids import conv_ref
 from memvault.markdown.artefacts import is_chatter
 from memvault.markdown.footnotes import renumber
 from memvault.markdown.verbatim import escape
-from memvault.titles import PhraseEmbedder, distinct_phrases, ranked_phrases, section_heading, similarity_to, unit_mean
+from memvault.headings import section_heading
+from memvault.phrase_similarity import PhraseEmbedder, similarity_to, unit_mean
+from memvault.titles import distinct_phrases, ranked_phrases
 from stores.rows import ChunkRow
 from tasks.text import keywords, sentences, words
 

@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from memvault.embeddings import Embedder
-from memvault.titles import section_heading, similarity_to, unit_mean
+from memvault.headings import section_heading
+from memvault.phrase_similarity import similarity_to, unit_mean
 from stores.rows import ChunkRow
 from tasks.cluster import name_group
 from tasks.synthesize_extractive import compose_article
