@@ -15,7 +15,7 @@ every unit falls back or is rejected, then retried until parked). Runs the stage
 Prefect server (task bodies, as tests/stages/plain_run.py does). By hand, not in CI:
 
     .venv/bin/python bench/synthesis.py [--runs 4] [--json]
-    .venv/bin/python bench/synthesis.py --quality [--excerpt 12] [--json]
+    .venv/bin/python bench/synthesis.py --quality [--excerpt 12] [--json] [--with DIR ...]
 """
 
 import argparse
@@ -151,23 +151,27 @@ def quality(home: Path, report: dict[str, Any]) -> dict[str, Any]:
             "model_calls": (report.get("budget") or {}).get("model_calls", {}), "per_article": articles}
 
 
-def quality_run(label: str, engine: Any, samples: list[str] | None, excerpt: int) -> dict[str, Any]:
-    """One run over samples/ (or the named folders of it) with `engine`; its quality figures."""
+def quality_run(label: str, engine: Any, samples: list[str] | None, excerpt: int,
+                extra: list[Path] | None = None) -> dict[str, Any]:
+    """One run over samples/ (or the named folders of it), plus the ``extra`` folders, with
+    `engine`; its quality figures."""
     from memvault.ops.home import init_home
     from tests.stages.plain_run import plain_execute
 
     tmp = Path(tempfile.mkdtemp(prefix=f"memvault-quality-{label}-"))
     try:
-        home, src = tmp / "home", tmp / "samples"
+        home, src = tmp / "home", tmp / "src" / "samples"
         init_home(home)
         if samples is None:
             shutil.copytree(ROOT / "samples", src)
         else:
             for rel in samples:
                 shutil.copytree(ROOT / "samples" / rel, src / rel)
+        for folder in extra or []:  # read where it is kept; copied only into this temporary source
+            shutil.copytree(folder, tmp / "src" / folder.name)
         os.environ["MEMVAULT_ENGINE"] = "none"
-        report = plain_execute(str(home), str(src), engine=engine)
-        out = {"engine": label, "samples": samples or ["all"], **quality(home, report)}
+        report = plain_execute(str(home), str(tmp / "src"), engine=engine)
+        out = {"engine": label, "samples": (samples or ["all"]) + [str(f) for f in extra or []], **quality(home, report)}
         first = sorted((home / "articles").glob("*.md"))
         if first and excerpt:
             out["excerpt"] = "\n".join(first[0].read_text(encoding="utf-8").splitlines()[:excerpt])
@@ -176,11 +180,13 @@ def quality_run(label: str, engine: Any, samples: list[str] | None, excerpt: int
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def quality_main(excerpt: int, as_json: bool) -> None:
+def quality_main(excerpt: int, as_json: bool, extra: list[Path] | None = None) -> None:
     from memvault.engines import FakeEngine
     from tests.helpers import ScriptedEngine
 
     rows = [quality_run("none", None, None, excerpt), quality_run("scripted-fake", ScriptedEngine(), None, excerpt)]
+    if extra:
+        rows.insert(1, quality_run("none", None, None, excerpt, extra))
     for fixture in sorted((ROOT / "tests" / "fixtures" / "replies").glob("*.json")):
         data = json.loads(fixture.read_text(encoding="utf-8"))
         rows.append(quality_run(f"none on {', '.join(data['samples'])}", None, data["samples"], excerpt))
@@ -213,9 +219,12 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--quality", action="store_true", help="the reader's view per engine instead of throughput")
     parser.add_argument("--excerpt", type=int, default=12, help="with --quality: lines of the first article shown")
+    parser.add_argument("--with", dest="extra", type=Path, action="append", default=[],
+                        help="with --quality: also a `none` run over samples/ plus this folder of transcripts "
+                             "(repeatable; e.g. the shared format samples)")
     args = parser.parse_args()
     if args.quality:
-        quality_main(args.excerpt, args.json)
+        quality_main(args.excerpt, args.json, args.extra)
         return
     from memvault.engines.mlx import MlxEngine
     from tests.helpers import ScriptedEngine

@@ -9,14 +9,17 @@ code, git and build output, slash commands (`/mode`), file names and paths, ids,
 attachment placeholders (`[image: file_…]`) are cut before phrases are proposed, and phrases
 made only of generic words ("Topic", "Notes", "Question") are refused.
 
-Section headings are one phrase of their own chunk (≤ 60 characters with the date beside it),
-never a first sentence cut with "…".
+Section headings (memvault.headings) are one phrase of their own chunk (≤ 60 characters with
+the date beside it), never a first sentence cut with "…". With an embedder at hand, phrases are
+also weighed by their cosine to the text they name (memvault.phrase_similarity).
 """
 
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+from memvault.phrase_similarity import SIM_POWER, Similarity
 
 HEADING_CHARS = 60
 _DATE_CHARS = len(" (YYYY-MM-DD)")
@@ -45,7 +48,8 @@ _CUT = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'+-]*")
-_SMALL = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "vs", "with"}
+_SMALL = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "vs", "with",
+          "up", "out", "off", "down"}
 # Words that never name a topic on their own.
 GENERIC = frozenset("""
 topic topics thing things stuff question questions issue issues problem problems help idea ideas note notes
@@ -54,14 +58,21 @@ time times way ways lot bit image images attachment attachments document documen
 commands output input result results error errors answer answers reply example examples option options
 something anything everything nothing someone part parts kind sort case cases point points step steps
 test tests update updates change changes fix fixes work working look looks list lists plan plans
+job jobs task tasks stuff setup
 user assistant tool system sam yes okay thanks please sure
 """.split())
+# The assistants and their apps: where a conversation took place, never what it was about.
+SOURCE_NAMES = frozenset({"claude", "claude code", "claude ai", "chatgpt", "codex", "codex cli", "openai",
+                          "anthropic", "gpt", "copilot", "gemini", "pi agent", "coding agent"})
+_MONTHS = frozenset("january february march april may june july august september october november december "
+                    "monday tuesday wednesday thursday friday saturday sunday".split())
 _NUMBERS = frozenset("one two three four five six seven eight nine ten eleven twelve twenty hundred".split())
 _STOP = GENERIC | _SMALL | set("""
 i me my we our you your he she it its they them this that these those is are was were be been being have has
 had do does did will would should could can may might must shall not no but if then than so just also very
 really about what when where which who why how all any some each every other more most much many few there
-here let lets let's i'm i've we're you're don't doesn't didn't isn't it's that's what's
+here let lets let's i'm i've we're you're don't doesn't didn't isn't it's that's what's itself less least enough again too else both either neither only
+without within after before during until through under between against across behind beyond except per via like
 """.split())
 
 
@@ -105,8 +116,18 @@ def acceptable(phrase: str) -> bool:
     if toks[0] in _STOP or toks[-1] in _STOP:
         return False
     content = [t for t in toks if t not in _STOP]
+    if is_source_name(phrase):
+        return False
+    if len(toks) > 1 and toks[-1] in _MONTHS and toks[-2] not in _SMALL:
+        return False  # "Lisbon March": a place and a date side by side, not a name ("Lisbon in March" is)
     # One meaningful word of two letters ("Pi") is a fragment, not a name.
     return bool(content) and not (len(content) == 1 and len(content[0]) < 3)
+
+
+def is_source_name(phrase: str) -> bool:
+    """Whether ``phrase`` names an assistant or its app ("Claude Code", "ChatGPT"): the place a
+    conversation happened, which names no topic and no section."""
+    return " ".join(_tokens(phrase)) in SOURCE_NAMES
 
 
 def _document_frequency(docs: Iterable[str]) -> tuple[Counter[str], int]:
@@ -140,14 +161,16 @@ def _has_phrase(phrase: str, text: str) -> bool:
 
 
 def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | None = None,
-                   top: int = 40) -> list[str]:
+                   top: int = 40, similarity: Similarity | None = None, projects: Sequence[str] = ()) -> list[str]:
     """Key phrases of ``texts`` (one topic's chunks), most fitting first, as the texts spell them.
 
     ``background`` are documents of other topics too (it may include ``texts``): a phrase
     whose words are everywhere names nothing in particular. A phrase the conversations'
     ``titles`` use is what people call the topic, so titles propose phrases too and a phrase
     found in them weighs more. Phrases of two or three words beat a single word of the same
-    weight: "Dutch Oven Baking" says more than "Oven".
+    weight: "Dutch Oven Baking" says more than "Oven". ``projects`` are the names of the
+    folders most of the chunks were written in (a coding agent's project): where the text
+    uses one, it is what the person calls the thing they work on, and it weighs double.
     """
     docs = [discussion(t) for t in texts]
     # Punctuation stays: "tidepool: cache NOAA station data" must not yield "tidepool cache NOAA".
@@ -155,31 +178,47 @@ def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | 
     cands = {p.casefold(): (rank, p) for rank, p in enumerate(_candidates("\n\n".join(d for d in docs if d), top))}
     for rank, p in enumerate(_candidates(" . ".join(named), 15)):
         cands.setdefault(p.casefold(), (rank, p))
+    for name in projects:
+        if acceptable(name) and any(_has_phrase(name.casefold(), d.casefold()) for d in docs):
+            cands.setdefault(name.casefold(), (0, name))
     if not cands:
         return []
     lowered = [d.casefold() for d in docs]
+    project_keys = {p.casefold() for p in projects}
     doc_words = [set(_tokens(d)) for d in docs]
     bg_df, bg_n = _document_frequency(discussion(b) for b in background)
     title_words = [set(_tokens(t)) for t in named]
     low_titles = [t.casefold() for t in named]
-    scored = []
     coverage: dict[str, float] = {}  # share of chunks or titles that use the phrase as such
-    for key, (rank, phrase) in cands.items():
-        content = [t for t in _tokens(phrase) if t not in _STOP]
-        as_phrase = sum(_has_phrase(key, d) for d in lowered) / max(len(docs), 1)
-        as_words = sum(all(w in ws for w in content) for ws in doc_words) / max(len(docs), 1)
-        idf = sum(math.log((1 + bg_n) / (1 + bg_df[w])) + 0.1 for w in content) / len(content)
-        in_titles = sum(_has_phrase(key, t) for t in low_titles) / max(len(named), 1)
-        words_in_titles = sum(any(w in ts for w in content) for ts in title_words) / max(len(named), 1)
-        length = {1: 1.0, 2: 1.9, 3: 1.7}.get(len(phrase.split()), 1.0)
-        # "weather turned", "NAS rebooted": an event, not a name (a crude but cheap test).
-        edges = (phrase.split()[0].lower(), phrase.split()[-1])
-        length *= 0.5 if any(w.islower() and w.endswith("ed") for w in edges) else 1.0
-        length *= 0.5 if edges[0] in _NUMBERS else 1.0  # "ten days": a quantity, not a subject
-        score = ((0.2 + 0.6 * as_phrase + 0.4 * as_words) * idf * (1 + 1.5 * in_titles + 0.5 * words_in_titles)
-                 * length / (1 + rank / 10))
-        scored.append((score, rank, _spelling(phrase, docs + named)))
-        coverage[scored[-1][2]] = max(as_phrase, in_titles, 0.8 * as_words)
+
+    def score_all(entries: dict[str, tuple[int, str]]) -> list[tuple[float, int, str]]:
+        out = []
+        for key, (rank, phrase) in entries.items():
+            content = [t for t in _tokens(phrase) if t not in _STOP]
+            as_phrase = sum(_has_phrase(key, d) for d in lowered) / max(len(docs), 1)
+            as_words = sum(all(w in ws for w in content) for ws in doc_words) / max(len(docs), 1)
+            idf = sum(math.log((1 + bg_n) / (1 + bg_df[w])) + 0.1 for w in content) / len(content)
+            in_titles = sum(_has_phrase(key, t) for t in low_titles) / max(len(named), 1)
+            words_in_titles = sum(any(w in ts for w in content) for ts in title_words) / max(len(named), 1)
+            score = ((0.2 + 0.6 * as_phrase + 0.4 * as_words) * idf * (1 + 1.5 * in_titles + 0.5 * words_in_titles)
+                     * _form(phrase) * (2.0 if key in project_keys else 1.0) / (1 + rank / 20))
+            last = phrase.split()[-1]
+            # A name ends in a noun ("Lisbon trip") or a name ("Synology NAS"); "starter survives
+            # ten" or "pantry failed" is a piece of a sentence.
+            if len(phrase.split()) > 1 and last.islower() and (last in _NUMBERS or not _used_as_noun(last, docs + named)):
+                score *= 0.3
+            out.append((score, rank, _spelling(phrase, docs + named)))
+            coverage[out[-1][2]] = max(as_phrase, in_titles, 0.8 * as_words)
+        return out
+
+    scored = score_all(cands)
+    # The best single words, with the common nouns that follow them, are candidates too.
+    singles = {p.casefold(): (rank, p) for _, rank, p in sorted(scored, key=lambda t: -t[0]) if len(p.split()) == 1}
+    heads = {k: v for k, v in _head_nouns(dict(list(singles.items())[:5]), docs + named).items() if k not in cands}
+    scored += score_all(heads)
+    if similarity is not None:
+        sims = similarity([p for _, _, p in scored])
+        scored = [(score * max(float(sim), 0.05) ** SIM_POWER, rank, p) for (score, rank, p), sim in zip(scored, sims)]
     ranked = sorted(scored, key=lambda t: (-t[0], t[1]))
     # A lone word is usually the head of a better name among the next phrases ("NAS" →
     # "Synology NAS", "March" → "Lisbon March"): the best such phrase scoring at least half
@@ -194,12 +233,67 @@ def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | 
     return [p for _, _, p in ranked]
 
 
+def _form(phrase: str) -> float:
+    """How much the shape of ``phrase`` suits a name: two or three words beat one; an event
+    ("weather turned"), a quantity ("ten days") or an action ("spreading flat") does not name
+    a subject."""
+    words = phrase.split()
+    low = [w.lower() for w in words]
+    factor = {1: 1.0, 2: 1.9, 3: 1.7}.get(len(words), 1.0)
+    factor *= 0.5 if any(w.islower() and w.endswith("ed") for w in (words[0], words[-1])) else 1.0
+    factor *= 0.5 if low[0] in _NUMBERS else 1.0
+    factor *= 0.5 if len(words) > 1 and low[0].endswith("ing") and len(low[0]) > 5 else 1.0
+    # "starter Bubbles", "dog Pixel", "feed Bubbles": a thing and its name, or an action on it;
+    # the topic is the thing ("sourdough starter"), not this one instance of it.
+    factor *= 0.5 if len(words) > 1 and words[-1][:1].isupper() and words[-2].islower() else 1.0
+    return factor
+
+
+def _head_nouns(cands: dict[str, tuple[int, str]], texts: list[str], words: int = 3) -> dict[str, tuple[int, str]]:
+    """Two-word names built on the best single-word candidates: the word and the common noun
+    that follows it in the text ("Lisbon" → "Lisbon trip", "pgBackRest" → "pgBackRest backup").
+
+    YAKE keeps one phrase per cluster of overlapping ones, so such compounds are often missing;
+    a name with its head noun says what about the thing the topic is."""
+    singles = sorted((rank, p) for key, (rank, p) in cands.items() if len(p.split()) == 1)[:words]
+    out: dict[str, tuple[int, str]] = {}
+    for rank, word in singles:
+        pattern = re.compile(r"(?<![\w-])(" + re.escape(word) + r")\s+([a-z][a-z-]{2,})\b", re.IGNORECASE)
+        for text in texts:
+            for m in pattern.finditer(text):
+                head = m.group(2)
+                if not head.islower() or head in _STOP or head.endswith(("ed", "ly")) or head in _MONTHS \
+                        or not _used_as_noun(head, texts):
+                    continue
+                phrase = f"{m.group(1)} {head}"
+                if acceptable(phrase):
+                    out.setdefault(phrase.casefold(), (rank + 1, phrase))
+    return out
+
+
+_DETERMINER = r"(?:the|a|an|my|our|your|this|that|its|their|his|her|no|each|every|one)"
+
+
+def _used_as_noun(word: str, texts: list[str]) -> bool:
+    """Whether ``word`` follows a determiner somewhere ("the trip", "a full backup"): a cheap
+    test that it is a noun, so "tidepool uses" or "starter survives" name nothing."""
+    if word.endswith("ed") and not word.endswith("eed"):
+        return False  # "the backup failed": a verb after its subject
+    pattern = re.compile(rf"\b{_DETERMINER}\s+(?:[\w-]+\s+)?{re.escape(word)}\b", re.IGNORECASE)
+    return any(pattern.search(t) for t in texts)
+
+
 def _spelling(phrase: str, texts: list[str]) -> str:
     """The most common spelling of ``phrase`` in ``texts`` (`pgBackRest`, not `PGBACKREST`)."""
     pattern = re.compile(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", re.IGNORECASE)
     forms: Counter[str] = Counter(m.group() for t in texts for m in pattern.finditer(t))
     if not forms:
         return phrase
+    # A capital that only opens a sentence ("Sourdough starter is…") is no part of the name.
+    for form in list(forms):
+        lowered = form[:1].lower() + form[1:]
+        if lowered != form and lowered in forms:
+            forms[lowered] += forms.pop(form)
     # A spelling with capitals is a name (`pgBackRest`); all-lowercase is how commands write it.
     named = [f for f, _ in forms.most_common() if any(c.isupper() for c in f) and not f.isupper()]
     return named[0] if named else forms.most_common(1)[0][0]
@@ -212,9 +306,13 @@ def distinct_phrases(phrases: list[str], n: int, exclude: str = "") -> list[str]
         return {w.rstrip("s") for w in _tokens(text) if w not in _STOP}
 
     seen = stems(exclude)
-    out = []
+    out: list[str] = []
     for phrase in phrases:
         words = stems(phrase)
+        if {"and", "or"} & set(_tokens(phrase)):
+            continue  # "itinerary and budget" is a list already: it reads badly inside another
+        if any(_has_phrase(p.casefold(), phrase.casefold()) for p in out):
+            continue  # "sourdough starter Bubbles" after "sourdough starter" says it twice
         if words and not words <= seen:
             out.append(phrase)
             seen |= words
@@ -246,13 +344,25 @@ def _title_from_conversations(titles: list[str]) -> str | None:
     return None
 
 
-def topic_title(texts: list[str], background: list[str], taken: set[str], titles: list[str]) -> str:
+def project_names(projects: Sequence[str | None], share: float = 0.75) -> list[str]:
+    """The folder name of a project that at least ``share`` of the chunks come from (one at
+    most): `/Users/sam/src/tidepool` → "tidepool"."""
+    known = Counter(p.rstrip("/").rsplit("/", 1)[-1] for p in projects if p)
+    return [name for name, n in known.most_common(1) if projects and n >= share * len(projects)]
+
+
+def topic_title(texts: list[str], background: list[str], taken: set[str], titles: list[str],
+                similarity: Similarity | None = None, projects: Sequence[str | None] = ()) -> str:
     """A new topic's article title: its best key phrase not ``taken`` (casefolded names).
 
+    ``similarity`` (the cosine of phrases to the topic's centroid) weighs each phrase by how
+    well it sums up the chunks: "Sourdough starter" over "Bubbles", the starter's name.
+    ``projects`` are the chunks' projects (None for chat exports), see `project_names`.
     Falls back to a conversation title, and numbers the name (`Name 2`) only when every
     candidate is taken.
     """
-    phrases = [title_case(p) for p in ranked_phrases(texts, background, titles)]
+    phrases = [title_case(p) for p in ranked_phrases(texts, background, titles, similarity=similarity,
+                                                     projects=project_names(projects))]
     conversation = _title_from_conversations(titles)
     options = phrases[:5] + ([conversation] if conversation else [])
     for name in options:
@@ -263,57 +373,3 @@ def topic_title(texts: list[str], background: list[str], taken: set[str], titles
     while name.casefold() in taken:
         name, n = f"{base} {n}", n + 1
     return name
-
-
-def _short_label(label: str | None) -> str | None:
-    """A chunk label that is already a heading (a model's topic label), not a cut sentence."""
-    text = " ".join((label or "").replace("#", " ").split())
-    if not text or len(text) > PHRASE_CHARS or "…" in text or text.endswith((".", "?", "!", ":", ",", ";")):
-        return None
-    if len(text.split()) > 7 or not acceptable_heading(text):
-        return None
-    return text
-
-
-def acceptable_heading(text: str) -> bool:
-    """Whether a label can stand as a heading: some non-generic word, no markup or paths."""
-    if any(ch in text for ch in "/\\[]<>`|"):
-        return False
-    return any(w.lower() not in _STOP for w in _WORD.findall(text))
-
-
-def _usable_title(title: str | None, text: str) -> str | None:
-    """A conversation title that can head this chunk's section: short, whole (not cut with
-    "…"), and about this chunk (most of its words are in it, so a conversation that changed
-    topic does not lend its title to the other topic)."""
-    name = " ".join((title or "").split())
-    if not name or len(name) > PHRASE_CHARS or "…" in name or name.endswith((".", "?", "!", ",", ";", ":")):
-        return None
-    if not acceptable_heading(name):
-        return None
-    content = {w for w in _tokens(name) if w not in _STOP}
-    present = set(_tokens(text))
-    return name if content and len(content & present) >= 0.75 * len(content) else None
-
-
-def section_heading(label: str | None, text: str, background: list[str], title: str, date: str,
-                    conversation_title: str | None = None, taken: set[str] | None = None) -> str:
-    """A section's heading: what its chunk is about (≤ 60 characters with ``date`` beside it).
-
-    In order: a short topic label (the model path's); the conversation's own title when it
-    fits and is about this chunk; the chunk's best key phrase that is not the article's own
-    ``title``. ``taken`` (casefolded) are headings the article already has, dates aside.
-    """
-    taken = taken if taken is not None else set()
-    about = _short_label(label)
-    if about is None or about.casefold() in taken:
-        about = _usable_title(conversation_title, text)
-    if about is None or about.casefold() in taken:
-        about = None
-        own = title.casefold()
-        for phrase in ranked_phrases([text], background, top=20):
-            key = phrase.casefold()
-            if key not in own and own not in key and key not in taken:
-                about = phrase[:1].upper() + phrase[1:]
-                break
-    return f"{about or 'Notes'} ({date})"

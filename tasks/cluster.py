@@ -41,6 +41,7 @@ from stores.meta import BucketsPage, bucket_key
 from tasks.cluster_model import ClusterReply, decide, reply_tokens, show_buckets, show_chunks
 from tasks.cluster_projects import apart_matrix, other_project
 from tasks.context import ModelStageResult, StageContext
+from memvault.phrase_similarity import Similarity, similarity_to, unit_mean
 from memvault.titles import topic_title
 from tasks.text import keywords, surface_form
 
@@ -112,9 +113,12 @@ def agglomerate(vectors: np.ndarray, threshold: float, penalty: np.ndarray | Non
     return groups
 
 
-def name_group(texts: list[str], background: list[str], taken: set[str], titles: list[str]) -> str:
-    """A new bucket's name: the group's best key phrase not ``taken`` (memvault.titles)."""
-    return topic_title(texts, background, taken, titles)
+def name_group(texts: list[str], background: list[str], taken: set[str], titles: list[str],
+               similarity: Similarity | None = None, projects: list[str | None] | None = None) -> str:
+    """A new bucket's name: the group's best key phrase not ``taken`` (memvault.titles), each
+    phrase weighed by its ``similarity`` to the group's centroid when given, the name of the
+    project most chunks come from favoured."""
+    return topic_title(texts, background, taken, titles, similarity, projects or ())
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -259,7 +263,9 @@ def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, st
                 continue
             group_texts = [texts[i] for i in group]
             titles = [infos[i].conversation_title or "" for i in group]
-            name = name_group(group_texts, background, taken, titles)
+            name = name_group(group_texts, background, taken, titles,
+                              similarity_to(ctx.embedder, unit_mean(vecs[group])),
+                              [run.project(founders[i][0]) for i in group])
             taken.add(name.casefold())
             terms = keywords(group_texts, background, n=5, titles=titles)
             desc = "Conversations about " + ", ".join(surface_form(t, group_texts) for t in terms) + "."

@@ -54,7 +54,8 @@ def synthesize_bucket(ctx: StageContext, bucket: str, chunk_ids: list[str], shor
     previous = vault.read(path)
     chunks = [ledger.chunk(c) for c in chunk_ids]
     background = [c.text for c in chunks] + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
-    new = compose_article(previous, bucket, chunks, background, shorts, ctx.settings.synthesize.sentences_per_chunk)
+    new = compose_article(previous, bucket, chunks, background, shorts, ctx.settings.synthesize.sentences_per_chunk,
+                          ctx.embedder)
     return str(path), previous, new
 
 

@@ -15,7 +15,9 @@ from memvault.ids import conv_ref
 from memvault.markdown.artefacts import is_chatter
 from memvault.markdown.footnotes import renumber
 from memvault.markdown.verbatim import escape
-from memvault.titles import distinct_phrases, ranked_phrases, section_heading
+from memvault.headings import section_heading
+from memvault.phrase_similarity import PhraseEmbedder, similarity_to, unit_mean
+from memvault.titles import distinct_phrases, ranked_phrases
 from stores.rows import ChunkRow
 from tasks.text import keywords, sentences, words
 
@@ -96,18 +98,22 @@ def chunk_terms(chunks: list[ChunkRow], background: list[str]) -> set[str]:
 
 
 def compose_article(previous: str | None, title: str, chunks: list[ChunkRow], background: list[str],
-                    shorts: dict[str, str], sentences_per_chunk: int) -> str:
+                    shorts: dict[str, str], sentences_per_chunk: int, embedder: PhraseEmbedder | None = None) -> str:
     """The extractive article: ``previous`` (or a new one) with a section per chunk that has
     something to quote; ``previous`` itself (or "") when none has.
 
     Each section is headed by what its chunk is about, dated, and quotes the chunk's most
     informative sentences verbatim (escaped so they render back unchanged), citing its
-    conversation. Pure: tests call it directly.
+    conversation. With an ``embedder``, key phrases are weighed by how close they are to the
+    chunks (the lead) or to the section's own chunk (its heading). Pure: tests call it directly.
     """
     texts = [c.text for c in chunks]
     titles = [c.conversation_title or "" for c in chunks]
     terms = chunk_terms(chunks, background)
-    lead_terms = distinct_phrases(ranked_phrases(texts, background, titles), 3, exclude=title)
+    vectors = embedder.embed(texts) if embedder is not None and texts else None
+    lead_similarity = similarity_to(embedder, unit_mean(vectors)) if embedder and vectors is not None else None
+    lead_terms = distinct_phrases(ranked_phrases(texts, background, titles, similarity=lead_similarity), 3,
+                                  exclude=title)
     text = previous or new_article(title, lead_terms, chunks)
     # Headings already in the article, dates aside: a new section never repeats one.
     taken = {re.sub(r"\s*\(\d{4}-\d\d-\d\d\)$|\s*\(undated\)$", "", h).casefold()
@@ -118,7 +124,8 @@ def compose_article(previous: str | None, title: str, chunks: list[ChunkRow], ba
         if not picked:
             continue
         label = f"new{c.id[:8]}{n}"
-        heading = section_heading(c.label, c.text, background, title, date_of(c.date), c.conversation_title, taken)
+        own = similarity_to(embedder, vectors[n - 1]) if embedder and vectors is not None else None
+        heading = section_heading(c.label, c.text, background, title, date_of(c.date), c.conversation_title, taken, own)
         taken.add(re.sub(r"\s*\([^()]*\)$", "", heading).casefold())
         sections.append((escape(heading), quote(picked) + f"[^{label}]",
                          f"[^{label}]: {citation(c, shorts[c.conversation_id])}"))
@@ -130,7 +137,7 @@ def compose_article(previous: str | None, title: str, chunks: list[ChunkRow], ba
 
 # Part of every no-model input hash: a newer extractive synthesis may succeed where this one
 # was rejected, so changing how articles are composed unparks what it parked.
-EXTRACTIVE_VERSION = "extractive-2"
+EXTRACTIVE_VERSION = "extractive-3"
 
 
 def extractive_input(previous: str | None, chunk_ids: list[str]) -> str:
