@@ -99,11 +99,12 @@ class TransformersEngine:
 
     name = "transformers"
 
-    def __init__(self, folder: Path, constrained: bool) -> None:
+    def __init__(self, folder: Path, constrained: bool, threads: int = 1) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        torch.set_num_threads(2)
+        # One thread by default: on a shared, loaded CPU more threads mostly wait on each other.
+        torch.set_num_threads(threads)
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
         self.lm = AutoModelForCausalLM.from_pretrained(str(folder))
         self.model: str | None = MODEL
@@ -115,15 +116,21 @@ class TransformersEngine:
         import torch
 
         from memvault.engines.base import Completion
-        from memvault.engines.mlx import render_prompt
 
-        text, _ = render_prompt(self.tokenizer, system, prompt)
+        # As memvault.engines.mlx.render_prompt renders it for a tokenizer with a chat template,
+        # and encodes it (the template writes the special tokens itself).
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         ids = self.tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
         processors = self._processors(json_schema, max_tokens, ids.shape[-1])
         start = time.perf_counter()
         with torch.no_grad():
             out = self.lm.generate(ids, max_new_tokens=max_tokens, do_sample=False, logits_processor=processors)
         new = out[0][ids.shape[-1]:].tolist()
+        if processors:
+            # The processor sees each token only at the next step: feed the last one too, or a
+            # reply cut by max_new_tokens loses its final token (its closing bracket).
+            processors[0].constraint.sync(new)
         reply = processors[0].constraint.text() if processors else self.tokenizer.decode(new, skip_special_tokens=True)
         return Completion(text=reply, prompt_tokens=ids.shape[-1], completion_tokens=len(new),
                           seconds=time.perf_counter() - start)
@@ -220,7 +227,57 @@ def record_samples(recorder: Recorder, samples: list[str]) -> None:
                   rejected=report["articles_rejected"])
 
 
-def record_segmentation(recorder: Recorder, data: Path, limit: int | None) -> None:
+def record_synthesis(recorder: Recorder, samples: list[str]) -> None:
+    """Ingest, chunk and cluster ``samples`` without a model, then one synthesize unit with it.
+
+    The model's own chunk and cluster replies mostly fall back (the stages recording shows
+    it), and one conversation founds no bucket; this gives synthesize real buckets to write.
+    The run's token budget stops the stage after its first unit (one bucket, retry included).
+    """
+    from memvault.budget import Budget
+    from memvault.embeddings import Embedder
+    from memvault.engines import NoneEngine
+    from memvault.ops.home import init_home
+    from memvault.settings import load_settings
+    from stores.ledger import Ledger
+    from stores.vault import Vault
+    from tasks.chunk import run_chunk
+    from tasks.cluster import run_cluster
+    from tasks.context import StageContext
+    from tasks.ingest import run_ingest
+    from tasks.synthesize import run_synthesize
+
+    tmp = Path(tempfile.mkdtemp(prefix="memvault-record-"))
+    try:
+        home, src = tmp / "home", tmp / "samples"
+        init_home(home)
+        for rel in samples:
+            shutil.copytree(ROOT / "samples" / rel, src / rel)
+        settings = load_settings(home)
+        embedder = Embedder()
+        with Ledger.open(settings) as ledger:
+            run_ingest(ledger, settings, [("auto", src)])
+
+            def ctx(engine: Any, tokens: int) -> StageContext:
+                return StageContext(settings=settings, ledger=ledger, vault=Vault(home), embedder=embedder,
+                                    run_id="record", engine=engine, budget=Budget(tokens, 36_000))
+
+            run_chunk(ctx(NoneEngine(), 10**9))
+            run_cluster(ctx(NoneEngine(), 10**9))
+            recorder.meta["model_stages"] = ["synthesize"]
+            synth = ctx(recorder, 1)
+            out = run_synthesize(synth)
+        recorder.save(articles=[p.stem for p in (home / "articles").glob("*.md")],
+                      rejected=[{"article": k, "reasons": v} for k, v in synth.rejected.items()],
+                      synthesize=out.report())
+        for article in (home / "articles").glob("*.md"):
+            recorder.meta.setdefault("article_texts", {})[article.stem] = article.read_text(encoding="utf-8")
+        recorder.save()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def record_segmentation(recorder: Recorder, data: Path, first: int, limit: int | None) -> None:
     """The chunk stage's model path on each conversation of a labelled set (as bench/chunk_quality.py runs it)."""
     from bench.chunk_quality import conversation_row, load, rows
     from memvault.prompts import load_prompt
@@ -229,7 +286,7 @@ def record_segmentation(recorder: Recorder, data: Path, limit: int | None) -> No
 
     settings = load_settings(tempfile.mkdtemp(prefix="memvault-record-"))
     prompt = load_prompt("chunk", ROOT / "vault_template" / "Meta")
-    convs = load(data)[:limit]
+    convs = load(data)[first:][:limit]
     for conv in convs:
         recorder.conversation = conv["id"]
         fresh = [m for g in exchanges(rows(conv)) for m in g]
@@ -246,7 +303,11 @@ def main() -> None:
     parser.add_argument("--samples", nargs="+", default=["claude-code/-Users-sam-src-lisbon-2027"],
                         help="folders under samples/ to run the nightly stages over")
     parser.add_argument("--segmentation", type=Path, help="record chunk replies for this labelled set instead")
-    parser.add_argument("--limit", type=int, help="with --segmentation: the first N conversations only")
+    parser.add_argument("--synthesize", action="store_true",
+                        help="chunk and cluster --samples without a model, then one synthesize unit with it")
+    parser.add_argument("--first", type=int, default=0, help="with --segmentation: start at this conversation (0-based)")
+    parser.add_argument("--limit", type=int, help="with --segmentation: N conversations only")
+    parser.add_argument("--threads", type=int, default=1, help="--engine transformers: torch CPU threads")
     parser.add_argument("--weights", type=Path, default=Path(tempfile.gettempdir()) / "memvault-smollm2-hf",
                         help="folder for the converted weights (written once, reused)")
     parser.add_argument("--out", type=Path, default=None, help="fixture file (default: tests/fixtures/replies/…)")
@@ -261,9 +322,9 @@ def main() -> None:
         inner.load()
         path = "memvault.engines.mlx.MlxEngine (mlx-lm on mlx[cpu]), weights converted from the GGUF"
     else:
-        inner = TransformersEngine(folder, constrained)
+        inner = TransformersEngine(folder, constrained, args.threads)
         path = "transformers on CPU torch, weights converted from the GGUF, the mlx engine's chat template"
-    kind = "segmentation" if args.segmentation else "stages"
+    kind = "segmentation" if args.segmentation else "synthesize" if args.synthesize else "stages"
     meta: dict[str, Any] = {
         "model": MODEL, "licence": LICENCE, "path": path,
         "decoding": ("constrained to the reply's JSON schema (memvault.engines.constrain)" if constrained
@@ -278,7 +339,9 @@ def main() -> None:
     out = args.out or FIXTURES / f"smollm2-135m-{args.engine}-{kind}{'-free' if args.free else ''}.json"
     recorder = Recorder(inner, meta, out)
     if args.segmentation:
-        record_segmentation(recorder, args.segmentation, args.limit)
+        record_segmentation(recorder, args.segmentation, args.first, args.limit)
+    elif args.synthesize:
+        record_synthesis(recorder, args.samples)
     else:
         record_samples(recorder, args.samples)
     print(f"{len(recorder.calls)} replies → {out}")
