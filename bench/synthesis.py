@@ -183,7 +183,9 @@ def quality_main(excerpt: int, as_json: bool) -> None:
     rows = [quality_run("none", None, None, excerpt), quality_run("scripted-fake", ScriptedEngine(), None, excerpt)]
     for fixture in sorted((ROOT / "tests" / "fixtures" / "replies").glob("*.json")):
         data = json.loads(fixture.read_text(encoding="utf-8"))
-        if "samples" not in data:  # a segmentation recording (bench/chunk_quality.py replays those)
+        if "samples" not in data or "model_stages" in data:
+            # A segmentation recording (bench/chunk_quality.py replays those), or one of a single
+            # stage (tests/stages/test_recorded_replay.py replays it after the no-model stages).
             continue
         rows.append(quality_run(f"none on {', '.join(data['samples'])}", None, data["samples"], excerpt))
         replay = FakeEngine([c["reply"] for c in data["calls"]], model=data["model"])
