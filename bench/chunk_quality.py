@@ -23,7 +23,8 @@ Scores, pooled over all conversations:
 Engines: `none`; `fake` replays recorded replies (``--replies``: a JSON object mapping a
 conversation id to the list of raw reply strings the model gave, in call order; a
 conversation without replies falls back, as a failed model call does); `replay:PATH` replays
-the chunk replies of a fixture that bench/record_replies.py `--segmentation` wrote (a real
+the chunk replies of fixtures that bench/record_replies.py `--segmentation` wrote (PATH: one
+file or several joined by commas; a real
 model's replies to the very prompts this bench sends; `--only-replayed` scores only the
 conversations the fixture has replies for, every engine on the same ones); `mlx`, `openai`,
 `auto` build the engine from the settings of ``--home`` (default: a fresh temporary home and
@@ -172,13 +173,15 @@ def conversation_row(conv: dict[str, Any]) -> Any:
                            leaf_native_id=None)
 
 
-def replay_replies(path: Path) -> dict[str, list[str]]:
-    """The chunk replies of a recorded segmentation fixture (bench/record_replies.py), per conversation, in call order."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+def replay_replies(paths: str | Path) -> dict[str, list[str]]:
+    """The chunk replies of recorded segmentation fixtures (bench/record_replies.py; several
+    paths joined by commas), per conversation, in call order."""
     out: dict[str, list[str]] = {}
-    for call in data["calls"]:
-        if call["stage"] == "chunk" and "conversation" in call:
-            out.setdefault(call["conversation"], []).append(call["reply"])
+    for path in str(paths).split(","):
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        for call in data["calls"]:
+            if call["stage"] == "chunk" and "conversation" in call:
+                out.setdefault(call["conversation"], []).append(call["reply"])
     return out
 
 
@@ -201,7 +204,7 @@ class Segmenter:
             # The Meta pages a fresh home gets, as `memvault init` copies them.
             self.prompt = load_prompt("chunk", ROOT / "vault_template" / "Meta")
             if engine_name.startswith("replay:"):
-                self.replies = replay_replies(Path(engine_name.split(":", 1)[1]))
+                self.replies = replay_replies(engine_name.split(":", 1)[1])
             elif engine_name != "fake":
                 from memvault.engines import make_engine
 
@@ -253,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     convs = load(args.data, args.split)
     for name in args.engine or []:
         if args.only_replayed and name.startswith("replay:"):
-            recorded = replay_replies(Path(name.split(":", 1)[1]))
+            recorded = replay_replies(name.split(":", 1)[1])
             convs = [c for c in convs if c["id"] in recorded]
     replies = json.loads(args.replies.read_text(encoding="utf-8")) if args.replies else {}
     with tempfile.TemporaryDirectory() as tmp:
