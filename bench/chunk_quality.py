@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/chunk_quality.py --data bench/data/segmentation_dev.json --engine none --json
     .venv/bin/python bench/chunk_quality.py --data FILE --engine none --engine fake --replies replies.json
+    .venv/bin/python bench/chunk_quality.py --data bench/data/segmentation_dev.json --engine none \
+        --engine replay:tests/fixtures/replies/smollm2-135m-mlx-segmentation.json --only-replayed
     .venv/bin/python bench/chunk_quality.py --data FILE --split held        # the half not used for tuning
 
 The input is one JSON file, so any labelled set can be scored:
@@ -20,7 +22,11 @@ Scores, pooled over all conversations:
 
 Engines: `none`; `fake` replays recorded replies (``--replies``: a JSON object mapping a
 conversation id to the list of raw reply strings the model gave, in call order; a
-conversation without replies falls back, as a failed model call does); `mlx`, `openai`,
+conversation without replies falls back, as a failed model call does); `replay:PATH` replays
+the chunk replies of fixtures that bench/record_replies.py `--segmentation` wrote (PATH: one
+file or several joined by commas; a real
+model's replies to the very prompts this bench sends; `--only-replayed` scores only the
+conversations the fixture has replies for, every engine on the same ones); `mlx`, `openai`,
 `auto` build the engine from the settings of ``--home`` (default: a fresh temporary home and
 the environment).
 """
@@ -156,6 +162,29 @@ def rows(conv: dict[str, Any]) -> list[Any]:
             for i, m in enumerate(conv["messages"])]
 
 
+def conversation_row(conv: dict[str, Any]) -> Any:
+    """The ledger row the chunk prompt reads (title, source, date) for a labelled conversation."""
+    from datetime import datetime, timezone
+
+    from stores.rows import ConversationRow
+
+    return ConversationRow(id=conv["id"], source="bench", native_id=conv["id"], title=conv.get("title"),
+                           project=None, started_at=datetime(2026, 1, 1, tzinfo=timezone.utc), updated_at=None,
+                           leaf_native_id=None)
+
+
+def replay_replies(paths: str | Path) -> dict[str, list[str]]:
+    """The chunk replies of recorded segmentation fixtures (bench/record_replies.py; several
+    paths joined by commas), per conversation, in call order."""
+    out: dict[str, list[str]] = {}
+    for path in str(paths).split(","):
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        for call in data["calls"]:
+            if call["stage"] == "chunk" and "conversation" in call:
+                out.setdefault(call["conversation"], []).append(call["reply"])
+    return out
+
+
 def starts_of(chunks: list[list[Any]]) -> list[int]:
     """Message indices that open the second and later chunks."""
     return sorted(int(msgs[0].native_id[1:]) for msgs in chunks[1:])
@@ -174,7 +203,9 @@ class Segmenter:
 
             # The Meta pages a fresh home gets, as `memvault init` copies them.
             self.prompt = load_prompt("chunk", ROOT / "vault_template" / "Meta")
-            if engine_name not in ("fake",):
+            if engine_name.startswith("replay:"):
+                self.replies = replay_replies(engine_name.split(":", 1)[1])
+            elif engine_name != "fake":
                 from memvault.engines import make_engine
 
                 self.engine, why = make_engine(settings.engine, engine_name)  # type: ignore[arg-type]
@@ -186,16 +217,11 @@ class Segmenter:
         messages = rows(conv)
         if self.name == "none":
             return starts_of([msgs for msgs, _ in plan_chunks(messages, self.embedder, self.settings.chunk)])
-        from datetime import datetime, timezone
-
         from memvault.engines.base import EngineError
         from memvault.engines.fake import FakeEngine
-        from stores.rows import ConversationRow
 
         engine = self.engine or FakeEngine(list(self.replies.get(conv["id"], [])))
-        row = ConversationRow(id=conv["id"], source="bench", native_id=conv["id"], title=conv.get("title"),
-                              project=None, started_at=datetime(2026, 1, 1, tzinfo=timezone.utc), updated_at=None,
-                              leaf_native_id=None)
+        row = conversation_row(conv)
         fresh = [m for g in exchanges(messages) for m in g]
         try:
             chunks, why, _ = model_segments(engine, self.prompt, self.settings.chunk, row, fresh, lambda _c: None)
@@ -212,11 +238,14 @@ class Segmenter:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="labelled conversations (JSON, schema above)")
-    parser.add_argument("--engine", action="append", help="none, fake, mlx, openai or auto; repeatable (default none)")
+    parser.add_argument("--engine", action="append",
+                        help="none, fake, replay:PATH, mlx, openai or auto; repeatable (default none)")
     parser.add_argument("--replies", type=Path, help="fake engine: {conversation id: [raw reply, ...]}")
     parser.add_argument("--home", type=Path, help="memory home whose settings to use (default: a fresh temporary one)")
     parser.add_argument("--split", choices=("all", "tune", "held"), default="all",
                         help="tune: conversations at even positions; held: odd ones (not used for tuning)")
+    parser.add_argument("--only-replayed", action="store_true",
+                        help="score only the conversations every replay:PATH engine has replies for")
     parser.add_argument("--per-conversation", action="store_true", help="also list each conversation's starts")
     parser.add_argument("--json", action="store_true", help="print JSON only")
     args = parser.parse_args(argv)
@@ -225,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     from memvault.settings import load_settings
 
     convs = load(args.data, args.split)
+    for name in args.engine or []:
+        if args.only_replayed and name.startswith("replay:"):
+            recorded = replay_replies(name.split(":", 1)[1])
+            convs = [c for c in convs if c["id"] in recorded]
     replies = json.loads(args.replies.read_text(encoding="utf-8")) if args.replies else {}
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(args.home or tmp)
@@ -240,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             out[name] = score(items)
             if seg.fallbacks:
                 out[name]["fallbacks"] = len(seg.fallbacks)
+                out[name]["fallback_reasons"] = [f["reason"].split(":")[0] for f in seg.fallbacks]
             if args.per_conversation:
                 out[name]["conversations"] = detail
     if args.json:
@@ -247,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"{len(convs)} conversations from {args.data} (split {args.split})")
     for name, s in out.items():
-        print(f"{name:8} P {s['precision']:.2f}  R {s['recall']:.2f}  F1 {s['f1']:.2f}  Pk {s['pk']:.3f}  "
+        print(f"{name}\n{'':8} P {s['precision']:.2f}  R {s['recall']:.2f}  F1 {s['f1']:.2f}  Pk {s['pk']:.3f}  "
               f"WD {s['windowdiff']:.3f}  chunks {s['chunks']} (gold {s['gold_chunks']})"
               + (f"  fallbacks {s['fallbacks']}" if "fallbacks" in s else ""))
         for d in s.get("conversations", []):

@@ -189,6 +189,10 @@ def quality_main(excerpt: int, as_json: bool, extra: list[Path] | None = None) -
         rows.insert(1, quality_run("none", None, None, excerpt, extra))
     for fixture in sorted((ROOT / "tests" / "fixtures" / "replies").glob("*.json")):
         data = json.loads(fixture.read_text(encoding="utf-8"))
+        if "samples" not in data or "model_stages" in data:
+            # A segmentation recording (bench/chunk_quality.py replays those), or one of a single
+            # stage (tests/stages/test_recorded_replay.py replays it after the no-model stages).
+            continue
         rows.append(quality_run(f"none on {', '.join(data['samples'])}", None, data["samples"], excerpt))
         replay = FakeEngine([c["reply"] for c in data["calls"]], model=data["model"])
         rows.append(quality_run(f"{fixture.stem} (replayed)", replay, data["samples"], excerpt))

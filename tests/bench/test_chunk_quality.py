@@ -63,3 +63,22 @@ def test_the_dev_set_is_well_formed_and_split_in_halves() -> None:
         assert all(0 < s < len(c["messages"]) for s in c["starts"]), c["id"]
     tune, held = load(DEV_SET, "tune"), load(DEV_SET, "held")
     assert len(tune) + len(held) == len(data) and not {c["id"] for c in tune} & {c["id"] for c in held}
+
+
+def test_replay_engine_scores_a_recorded_model_on_the_conversations_it_answered(capsys) -> None:
+    from bench.chunk_quality import main, replay_replies
+
+    fixture = DEV_SET.parents[2] / "tests" / "fixtures" / "replies" / "smollm2-135m-mlx-segmentation.json"
+    recorded = replay_replies(fixture)
+    engine = f"replay:{fixture}"
+    assert main(["--data", str(DEV_SET), "--engine", "none", "--engine", engine, "--only-replayed",
+                 "--per-conversation", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    none, replay = out["none"], out[engine]
+    assert [c["id"] for c in none["conversations"]] == [c["id"] for c in replay["conversations"]] == \
+        [c["id"] for c in load(DEV_SET) if c["id"] in recorded]
+    assert none["gold_chunks"] == replay["gold_chunks"]
+    fell_back = replay.get("fallbacks", 0)
+    assert len(replay.get("fallback_reasons", [])) == fell_back <= len(recorded)
+    if fell_back == len(recorded):  # every conversation fell back: the no-model segmentation, exactly
+        assert replay["conversations"] == none["conversations"]
