@@ -204,3 +204,19 @@ class Embedder:
     def embed_one(self, text: str) -> np.ndarray:
         vector: np.ndarray = self.embed([text])[0]
         return vector
+
+
+# The models a home can embed with (`embeddings.model`), and their dimensions. The static one
+# lives in memvault.static_embed; it is named here so that opening an index needs no import of it.
+STATIC_NAME = "all-MiniLM-L6-v2-static"
+MODEL_DIMS = {MODEL_NAME: DIM, STATIC_NAME: 256}
+
+
+def embedder_for(settings: Any) -> Embedder:
+    """The embedder ``settings.embeddings.model`` names, batched as ``settings.embeddings`` says:
+    index and query of a home both come here, so they embed with the same model."""
+    if settings.embeddings.model == STATIC_NAME:
+        from memvault.static_embed import StaticEmbedder
+
+        return StaticEmbedder(settings.embeddings.batch_size)
+    return Embedder(settings.embeddings.batch_size)

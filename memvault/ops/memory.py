@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memvault.embeddings import Embedder
+from memvault.embeddings import Embedder, embedder_for
 from memvault.errors import NotFoundError, UsageError
 from memvault.markdown.tree import article_nodes
 from memvault.markdown.wikilinks import find_links, link_key
@@ -49,7 +49,7 @@ class MemoryService:
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        self.embedder = embedder or Embedder(settings.embeddings.batch_size)
+        self.embedder = embedder or embedder_for(settings)
         self.vault = Vault(settings.home)
         self._nodes: NodeIndex | None = None
 
