@@ -218,8 +218,11 @@ class StaticEmbedder(Embedder):
         table, tok = self._load_table()
         unk = tok.token_to_id("[UNK]")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(texts), max(self.batch_size, 256)):
-            encodings = tok.encode_batch(list(texts[start:start + max(self.batch_size, 256)]), add_special_tokens=False)
+        # No activations to hold, so no need for the transformer's small batches: at least 256
+        # texts per tokenizer call, which keeps its per-call cost out of the rate.
+        step = max(self.batch_size, 256)
+        for start in range(0, len(texts), step):
+            encodings = tok.encode_batch(list(texts[start:start + step]), add_special_tokens=False)
             ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
             ids = [i[i != unk] for i in ids]
             lengths = np.array([len(i) for i in ids])
