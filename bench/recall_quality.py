@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from memvault.embeddings import Embedder  # noqa: E402
+from memvault.embeddings import MODEL_DIMS, MODEL_NAME, Embedder, embedder_for  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
 from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates  # noqa: E402
 from memvault.ops.memory import MemoryService  # noqa: E402
@@ -75,8 +75,13 @@ class CachedEmbedder(Embedder):
     """The real MiniLM embedder (or, with ``model_file``, a variant graph of it: see
     bench/embedding.py); a text is embedded once per run (or once per cache file)."""
 
-    def __init__(self, cache_file: Path | None = None, model_file: Path | None = None) -> None:
+    def __init__(self, cache_file: Path | None = None, model_file: Path | None = None,
+                 inner: Embedder | None = None) -> None:
+        """``inner``: another embedder whose vectors are cached instead (``--embedder``)."""
         super().__init__(model_file=model_file)
+        self.inner = inner
+        if inner is not None:
+            self.name, self.dim = inner.name, inner.dim
         self.cache_file = cache_file
         self.cache: dict[str, np.ndarray] = {}
         if cache_file and cache_file.is_file():
@@ -87,7 +92,7 @@ class CachedEmbedder(Embedder):
         keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
         todo = sorted({k: t for k, t in zip(keys, texts) if k not in self.cache}.items())
         if todo:
-            vecs = super().embed([t for _, t in todo])
+            vecs = (self.inner or super()).embed([t for _, t in todo])
             self.computed += len(todo)
             for (k, _), v in zip(todo, vecs):
                 self.cache[k] = v
@@ -375,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="pickle file keeping every question's candidates between runs (scoring changes need no index)")
     ap.add_argument("--model-file", type=Path, default=None,
                     help="embed with this ONNX graph instead of the product's export (a variant from bench/embedding.py --keep)")
+    ap.add_argument("--embedder", choices=sorted(MODEL_DIMS), default=MODEL_NAME,
+                    help="the embeddings.model to index and query with (keep a --cache file per embedder)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                     help="override a setting for the whole run, e.g. --set recall.top_k=80")
     ap.add_argument("--sweep", default=None, metavar="WEIGHT=V1,V2,...",
@@ -391,9 +398,14 @@ def main(argv: list[str] | None = None) -> int:
         key, _, value = item.partition("=")
         section, _, field = key.partition(".")
         overrides.setdefault(section, {})[field] = json.loads(value) if value[:1] in "-0123456789[{tf" else value
+    inner = None
+    if args.embedder != MODEL_NAME:
+        overrides.setdefault("embeddings", {})["model"] = args.embedder
+        with tempfile.TemporaryDirectory(prefix="mv-rq-") as tmp:
+            inner = embedder_for(load_settings(Path(tmp), **overrides))
     data = json.loads(args.data.read_text(encoding="utf-8"))
     data = data[: args.limit_conversations] if args.limit_conversations else data
-    embedder = CachedEmbedder(args.cache, args.model_file)
+    embedder = CachedEmbedder(args.cache, args.model_file, inner)
     started = time.perf_counter()
     conversations = load_cases(args, data, overrides, embedder)
     with tempfile.TemporaryDirectory(prefix="mv-rq-") as tmp:

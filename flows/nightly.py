@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from memvault.budget import Budget
 from memvault.ops.plan import backlog, dry_run_plan
-from memvault.embeddings import Embedder
+from memvault.embeddings import embedder_for
 from memvault.engines.base import Engine
 from memvault.engines.settings import EngineName
 from memvault.ops.home import require_home
@@ -126,7 +126,7 @@ def execute(options: RunOptions, progress: Progress | None = None, engine: Engin
         ledger = session.ledger
         budget = Budget(settings.budget.max_tokens, settings.budget.max_seconds)
         ctx = StageContext(settings=settings, ledger=ledger, vault=session.vault,
-                           embedder=Embedder(settings.embeddings.batch_size), run_id=run_id, engine=engine,
+                           embedder=embedder_for(settings), run_id=run_id, engine=engine,
                            extra_paths=[Path(p).expanduser().resolve() for p in options.paths],
                            since=since, budget=budget)
         ledger.start_run(run_id, engine.name)

@@ -212,10 +212,25 @@ class Embedder:
         return vector
 
 
+# The models a home can embed with (`embeddings.model`), and their dimensions. The static one
+# lives in memvault.static_embed; it is named here so that opening an index needs no import of it.
+STATIC_NAME = "all-MiniLM-L6-v2-static"
+MODEL_DIMS = {MODEL_NAME: DIM, STATIC_NAME: 256}
 QUERY_THREADS = 1
 
 
-def query_embedder(batch_size: int = 64) -> Embedder:
+def embedder_for(settings: Any, threads: int | None = None, keep_session: bool = True) -> Embedder:
+    """The embedder ``settings.embeddings.model`` names, batched as ``settings.embeddings`` says:
+    index and query of a home both come here, so they embed with the same model. ``threads``
+    and ``keep_session`` tune the ONNX model's session (the static table has neither)."""
+    if settings.embeddings.model == STATIC_NAME:
+        from memvault.static_embed import StaticEmbedder
+
+        return StaticEmbedder(settings.embeddings.batch_size)
+    return Embedder(settings.embeddings.batch_size, threads=threads, keep_session=keep_session)
+
+
+def query_embedder(settings: Any) -> Embedder:
     """The embedder of a process that embeds a query or two and exits (a CLI recall, a hook).
 
     One intra-op thread: on one short text a second thread's start-up and spinning cost more
@@ -226,4 +241,4 @@ def query_embedder(batch_size: int = 64) -> Embedder:
     sum (100k nodes: 287 → 238 MB). Batch work (indexing, `memvault serve`) keeps one thread
     per core and its session.
     """
-    return Embedder(batch_size, threads=QUERY_THREADS, keep_session=False)
+    return embedder_for(settings, threads=QUERY_THREADS, keep_session=False)

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from lancedb.query import FullTextOperator, MultiMatchQuery
 from lancedb.table import AsyncTable
 
-from memvault.embeddings import DIM, MODEL_NAME
+from memvault.embeddings import MODEL_DIMS
 from memvault.errors import IndexMismatchError
 from memvault.settings import Settings
 from stores.location import index_bytes, index_uri, local_path
@@ -72,9 +72,8 @@ def _submit(coro: Coroutine[Any, Any, T]) -> "Future[T]":
 
 def embedding_model(settings: Settings) -> tuple[str, int]:
     """The embedding model (name, dimensions) whose vectors the live index holds: the one
-    place that names it for every opener. (Only all-MiniLM-L6-v2 ships today; ``settings``
-    is where a configurable model would come from.)"""
-    return MODEL_NAME, DIM
+    place that names it for every opener (``embeddings.model``; `embedder_for` embeds with it)."""
+    return settings.embeddings.model, MODEL_DIMS[settings.embeddings.model]
 
 
 def _stored_model_at(uri: str) -> str | None:

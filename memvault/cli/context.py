@@ -32,4 +32,4 @@ def service_of(ctx: typer.Context) -> "MemoryService":
     from memvault.ops.memory import MemoryService
 
     settings = home_settings(ctx)
-    return MemoryService(settings, query_embedder(settings.embeddings.batch_size))
+    return MemoryService(settings, query_embedder(settings))

@@ -108,9 +108,9 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
         return result
     roots, notes = _plan(snapshot, settings, result)
     if embedder is None:
-        from memvault.embeddings import Embedder
+        from memvault.embeddings import embedder_for
 
-        embedder = Embedder(settings.embeddings.batch_size)
+        embedder = embedder_for(settings)
     timeout = settings.lock_timeout_s if lock_timeout_s is None else lock_timeout_s
     with writer_lock(state, "memvault drain", timeout):
         ledger = Ledger(settings.ledger_path)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memvault.embeddings import Embedder
+from memvault.embeddings import Embedder, embedder_for
 from memvault.errors import NotFoundError, UsageError
 from memvault.markdown.tree import article_nodes
 from memvault.markdown.wikilinks import find_links, link_key
@@ -53,7 +53,7 @@ class MemoryService:
         # One onnxruntime thread: a query is one short text, which a second thread does not
         # speed up, and the pool's threads keep spinning after each run, on the cores the
         # index searches that follow need (2–4× slower searches on two cores, measured).
-        self.embedder = embedder or Embedder(settings.embeddings.batch_size, threads=1)
+        self.embedder = embedder or embedder_for(settings, threads=1)
         self.vault = Vault(settings.home)
         self._nodes: NodeIndex | None = None
 

@@ -57,9 +57,9 @@ def add_note(settings: Settings, text: str, title: str | None = None, project: s
             from stores.nodes import NodeIndex
 
             if embedder is None:
-                from memvault.embeddings import Embedder
+                from memvault.embeddings import embedder_for
 
-                embedder = Embedder(settings.embeddings.batch_size)
+                embedder = embedder_for(settings)
             ledger = Ledger(settings.ledger_path)
             try:
                 store_notes(ledger, [conv])

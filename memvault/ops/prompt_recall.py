@@ -83,7 +83,7 @@ def prompt_recall(home: Path, raw: str, timeout_s: float | None = None) -> tuple
         require_home(settings.home)
         from memvault.embeddings import query_embedder
 
-        service = MemoryService(settings, query_embedder(settings.embeddings.batch_size))
+        service = MemoryService(settings, query_embedder(settings))
         return prompt_block(service, prompt, cwd)["block"], "direct"
     except MemvaultError as exc:
         spool.log_line(state, f"prompt-recall: {exc} — nothing injected")

@@ -13,7 +13,7 @@ pass; it holds the writer lock, so no run changes the ledger or vault meanwhile.
 
 from typing import Any
 
-from memvault.embeddings import Embedder
+from memvault.embeddings import Embedder, embedder_for
 from memvault.ids import short_ids
 from memvault.markdown.tree import article_nodes
 from memvault.ops.maintenance import rebuild_edges
@@ -45,7 +45,7 @@ def all_rows(ledger: Ledger, vault: Vault, context_turns: int) -> tuple[list[dic
 def rebuild_index(settings: Settings, embedder: Embedder | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """Under the writer lock, build a complete new index, then make it the live one; returns
     counts and both locations."""
-    embedder = embedder or Embedder(settings.embeddings.batch_size)
+    embedder = embedder or embedder_for(settings)
     with writing(settings, "memvault reindex") as session:
         return _rebuild(settings, session.ledger, session.vault, embedder, progress)
 

@@ -74,9 +74,9 @@ def watch(settings: Settings, stop: threading.Event | None = None, poll: bool = 
                           "or use hooks (`memvault agent-setup claude-code`)")
     stop = stop or threading.Event()
     if embedder is None:
-        from memvault.embeddings import Embedder
+        from memvault.embeddings import embedder_for
 
-        embedder = Embedder(settings.embeddings.batch_size)
+        embedder = embedder_for(settings)
     for kind in sorted({k for k, _ in roots}):
         spool.append(settings.state_dir, {"op": "sources", "source": kind, "event": "watch-start"})
     interval = settings.live.watch_poll_s

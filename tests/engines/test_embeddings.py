@@ -42,11 +42,13 @@ def test_vectors_match_sentence_transformers(embedder: Embedder, reference: np.n
     assert np.abs(small_batches - got).max() < 1e-5
 
 
-def test_the_query_embedder_gives_the_same_vectors_bit_for_bit(embedder: Embedder) -> None:
+def test_the_query_embedder_gives_the_same_vectors_bit_for_bit(embedder: Embedder, tmp_path) -> None:
     # A CLI recall embeds its query on one thread; the index was embedded on one per core.
     # It also lets its session go after each call (the index search needs the memory); the
     # next call loads it again.
-    query = embeddings.query_embedder()
+    from memvault.settings import load_settings
+
+    query = embeddings.query_embedder(load_settings(tmp_path))
     assert query.threads == 1 and embedder.threads is None
     for text in TEXTS[:8]:
         assert np.array_equal(query.embed_one(text), embedder.embed_one(text)), text
