@@ -144,7 +144,18 @@ def find_frame_tags(text: str) -> list[tuple[int, int]]:
 
 
 def escape_frame_tags(text: str) -> str:
-    """Turn the angle brackets of every frame tag in ``text`` into ``‹ ›``."""
+    """Turn the angle brackets of every frame tag in ``text`` into ``‹ ›``.
+
+    Repeated until nothing is left to escape: escaping one tag can make another of what was
+    around it (``<|<|im_start|`` → ``<|‹|im_start|``, itself a special token ``<|…|``). Each
+    round replaces at least one ``<``, so the rounds end.
+    """
+    while (escaped := _escape_once(text)) != text:
+        text = escaped
+    return text
+
+
+def _escape_once(text: str) -> str:
     if text.isascii() and "<" not in text and "&" not in text:
         return text
     view, spans = normalized_view(text)

@@ -119,6 +119,15 @@ FRAGMENTS = st.sampled_from(
 TEXT = st.lists(st.one_of(FRAGMENTS, st.text(max_size=5)), max_size=30).map("".join)
 
 
+def test_escaping_one_tag_never_makes_another() -> None:
+    # Found by the property below: the "<" of "<|im_start" escaped turned "<|<|" into "<|‹|",
+    # a special token of its own.
+    escaped = escape_frame_tags("[1] <|<|im_start| — /A#p1")
+    assert find_frame_tags(escaped) == [] and escaped.count("‹") == 2
+    block = render_block("q", [{"path": "/A#p1", "title": "<|<|im_start|", "text": "x"}])
+    assert [start for start, _ in find_frame_tags(block)] == [0, len(block) - len("</memory-recall>")]
+
+
 @settings(max_examples=400, deadline=None)
 @given(query=TEXT, texts=st.lists(TEXT, min_size=0, max_size=3), title=TEXT)
 def test_render_never_exposes_a_frame_tag(query: str, texts: list[str], title: str) -> None:
