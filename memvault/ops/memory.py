@@ -95,9 +95,13 @@ class MemoryService:
         from stores.nodes import scope_filter
 
         where = scope_filter(scope.project, scope.source, scope.since, scope.until) if scope else None
-        # The embedding is computed inside the call, once the full-text search has started:
-        # onnxruntime and LanceDB both release the GIL, so the two overlap on two cores.
+        # A warm embedder's work is done inside the call, once the full-text search has
+        # started: onnxruntime and LanceDB both release the GIL, so the two overlap on two
+        # cores. A one-shot process's embedder (a CLI recall, a hook) lets its model go after
+        # the query, so it embeds first: the index search then runs without the model's memory.
         embed = functools.cache(lambda: self.embedder.embed_one(query))
+        if not getattr(self.embedder, "keep_session", True):
+            embed()
         vector_hits, fts_hits = self.nodes.recall_search(embed, query, k, nprobes=ix.ann_nprobes,
                                                          refine_factor=ix.ann_refine_factor, where=where)
         qv = embed()

@@ -96,3 +96,36 @@ def test_the_turn_that_answers_a_matching_question_is_lifted(home: Path, embedde
     off = camping_service(home, embedder, reply_damping=0.0)
     scored, rows = off._scored("best camping memory", 1)
     assert "D2:3" not in [rows[s.id]["ref"] for s in scored if s.source == "propagated"]
+
+
+class _OneShot:
+    """An embedder that, like the CLI's, lets its model go after the query: records its calls."""
+
+    keep_session = False
+
+    def __init__(self, inner, calls: list[str]) -> None:
+        self.inner, self.calls = inner, calls
+
+    def embed_one(self, text: str):
+        self.calls.append("embed")
+        return self.inner.embed_one(text)
+
+
+def test_a_one_shot_embedder_embeds_before_the_index_search(service: MemoryService, embedder,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cold process's peak memory is the model's or the search's, not both at once; a warm
+    # server's embedder overlaps its embedding with the full-text search instead.
+    calls: list[str] = []
+    real = NodeIndex.recall_search
+
+    def recording(self, vector, *args, **kwargs):
+        calls.append("search (vector ready)" if not callable(vector) or calls[-1:] == ["embed"] else "search")
+        return real(self, vector, *args, **kwargs)
+
+    monkeypatch.setattr(NodeIndex, "recall_search", recording)
+    warm = service.recall("What did Ann name her dog?")["hits"]
+    assert calls == ["search"]
+    calls.clear()
+    cold = MemoryService(service.settings, _OneShot(embedder, calls)).recall("What did Ann name her dog?")["hits"]
+    assert calls == ["embed", "search (vector ready)"]
+    assert [h["id"] for h in cold] == [h["id"] for h in warm]
