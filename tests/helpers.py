@@ -203,3 +203,27 @@ def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=timeout)
+
+
+def wait_for(predicate: Any, timeout: float, what: str, every: float = 0.1) -> None:
+    """Poll ``predicate`` until it is true; fail naming ``what`` after ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def append_turn(transcript: Path, text: str) -> None:
+    """Append one assistant turn to a Claude Code transcript, as the next line Claude Code writes."""
+    import uuid
+
+    last = json.loads(transcript.read_text().splitlines()[-1])
+    line = {**last, "uuid": str(uuid.uuid4()), "parentUuid": last["uuid"], "type": "assistant",
+            "message": {"id": f"msg_{uuid.uuid4().hex}", "role": "assistant", "type": "message",
+                        "content": [{"type": "text", "text": text}]}}
+    with transcript.open("a") as fh:
+        fh.write(json.dumps(line) + "\n")

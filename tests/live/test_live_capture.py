@@ -10,13 +10,12 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from memvault import spool
-from tests.helpers import SAMPLES
+from tests.helpers import SAMPLES, append_turn, wait_for
 
 MEMVAULT = str(Path(sys.executable).parent / "memvault")
 SAMPLE = SAMPLES / "claude-code" / "-Users-sam-src-lisbon-2027" / "691563ff-3759-5e7d-a1c8-46e36e4e06f0.jsonl"
@@ -39,14 +38,6 @@ def payload(transcript: Path, event: str) -> dict:
             "cwd": "/Users/sam/src/lisbon-2027", "hook_event_name": event, "permission_mode": "default"}
 
 
-def append_turn(transcript: Path, text: str) -> None:
-    last = json.loads(transcript.read_text().splitlines()[-1])
-    line = {**last, "uuid": str(uuid.uuid4()), "parentUuid": last["uuid"], "type": "assistant",
-            "message": {"id": f"msg_{uuid.uuid4().hex}", "role": "assistant", "type": "message",
-                        "content": [{"type": "text", "text": text}]}}
-    with transcript.open("a") as fh:
-        fh.write(json.dumps(line) + "\n")
-
 
 def settings_of(home: Path, **over):
     from memvault.settings import load_settings
@@ -59,14 +50,6 @@ def recall_texts(home: Path, embedder, query: str) -> str:
 
     return "\n".join(h["text"] for h in MemoryService(settings_of(home), embedder).recall(query)["hits"])
 
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def kill_drainer(home: Path) -> None:

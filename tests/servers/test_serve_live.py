@@ -9,13 +9,12 @@ import json
 import subprocess
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import httpx
 
 from memvault import spool
-from tests.helpers import MEMVAULT, SAMPLES, child_env, free_port
+from tests.helpers import MEMVAULT, SAMPLES, append_turn, child_env, free_port, wait_for
 from tests.servers.test_http import wait_healthy
 
 SAMPLE = SAMPLES / "claude-code" / "-Users-sam-src-lisbon-2027" / "691563ff-3759-5e7d-a1c8-46e36e4e06f0.jsonl"
@@ -33,14 +32,6 @@ def start_serve(home: Path, spawn, log: Path) -> tuple[str, subprocess.Popen]:
     return base, proc
 
 
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
 
 def test_a_served_recall_returns_what_the_cli_recall_returns(doors_home: Path, spawn, tmp_path: Path) -> None:
     base, _ = start_serve(doors_home, spawn, tmp_path / "serve.log")
@@ -57,14 +48,6 @@ def test_a_served_recall_returns_what_the_cli_recall_returns(doors_home: Path, s
             assert all(abs(s["score"] - e["score"]) < 1e-5 for s, e in zip(served, expected)), query
             assert [s["text"] for s in served] == [e["text"] for e in expected]
 
-
-def append_turn(transcript: Path, text: str) -> None:
-    last = json.loads(transcript.read_text().splitlines()[-1])
-    line = {**last, "uuid": str(uuid.uuid4()), "parentUuid": last["uuid"], "type": "assistant",
-            "message": {"id": f"msg_{uuid.uuid4().hex}", "role": "assistant", "type": "message",
-                        "content": [{"type": "text", "text": text}]}}
-    with transcript.open("a") as fh:
-        fh.write(json.dumps(line) + "\n")
 
 
 def stop_hook(home: Path, transcript: Path) -> None:
