@@ -26,7 +26,30 @@ else:
     from memvault.cli.app import app
 
     def main() -> None:
-        """The `memvault` console script."""
-        app()
+        """The `memvault` console script; a read-only query ends without interpreter teardown
+        (see ``memvault.cli.context.quick_exit``)."""
+        try:
+            app()
+        except SystemExit as exc:
+            _end(exc.code)
+            raise
+        _end(0)
+
+    def _end(code: object) -> None:
+        import os
+
+        from memvault.cli.context import quick_exit
+
+        if not quick_exit.allowed:
+            return
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)  # what SystemExit would have printed
+            code = 1
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:  # a reader that went away (`| head`): nothing more to say to it
+            pass
+        os._exit(code or 0)
 
 __all__ = ["app", "main"]

@@ -32,4 +32,24 @@ def service_of(ctx: typer.Context) -> "MemoryService":
     from memvault.ops.memory import MemoryService
 
     settings = home_settings(ctx)
-    return MemoryService(settings, query_embedder(settings))
+    service = MemoryService(settings, query_embedder(settings))
+    quick_exit.allowed = quick_exit.enabled  # a read-only query: nothing to tear down at exit
+    return service
+
+
+class _QuickExit:
+    """Whether this process may end without the interpreter's teardown (``main`` asks).
+
+    A read-only query (recall, search, timeline, get, and the article reads) writes nothing
+    that needs closing: the access log is appended with one ``os.write``. Tearing the
+    interpreter down after it costs ~0.3 s here (lancedb's runtime, onnxruntime, every module's
+    objects), a third of a cold recall, so ``main`` flushes stdout and stderr and calls
+    ``os._exit``. ``enabled`` is for a caller that runs ``main`` in process and goes on after it.
+    """
+
+    enabled = True
+    allowed = False
+
+
+quick_exit = _QuickExit()
+

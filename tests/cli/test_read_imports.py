@@ -33,6 +33,8 @@ import json, sys
 out, args = sys.argv[1], json.loads(sys.argv[2])
 sys.argv = ["memvault", *args]
 from memvault.cli import main
+from memvault.cli.context import quick_exit
+quick_exit.enabled = False  # this wrapper goes on after main to report the modules
 code = 0
 try:
     main()
@@ -99,3 +101,32 @@ def test_the_check_sees_a_heavy_import(home: Path, tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", code, str(out), json.dumps(["--home", str(home), "status"])],
                    capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300, cwd=ROOT)
     assert "torch" in json.loads(out.read_text())["watched"]
+
+
+# `main` as the console script runs it, with an exit handler that leaves a mark: a read-only
+# query ends with os._exit after flushing (no interpreter teardown), anything else as usual.
+TEARDOWN = """
+import atexit, json, sys
+mark, args = sys.argv[1], json.loads(sys.argv[2])
+atexit.register(lambda: open(mark, "w").write("torn down"))
+sys.argv = ["memvault", *args]
+from memvault.cli import main
+main()
+"""
+
+
+def _ends(home: Path, tmp_path: Path, *args: str) -> tuple[int, str, bool]:
+    mark = tmp_path / f"mark-{len(list(tmp_path.iterdir()))}"
+    proc = subprocess.run([sys.executable, "-c", TEARDOWN, str(mark), json.dumps(["--home", str(home), *args])],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300,
+                          cwd=ROOT)
+    return proc.returncode, proc.stdout, mark.exists()
+
+
+def test_a_read_query_ends_without_teardown_and_says_everything_first(demo_copy: Path, tmp_path: Path) -> None:
+    code, out, torn = _ends(demo_copy, tmp_path, "search", "backup", "--json")
+    assert code == 0 and json.loads(out)["hits"] and not torn
+    code, out, torn = _ends(demo_copy, tmp_path, "recall", "   ")  # misuse keeps its exit code
+    assert code == 2 and not torn
+    code, out, torn = _ends(demo_copy, tmp_path, "status", "--json")  # not a query: a normal exit
+    assert code == 0 and json.loads(out) and torn
