@@ -28,17 +28,17 @@ from memvault.ids import conv_ref
 from memvault.markdown.gate import new_problems
 from memvault.markdown.names import article_title
 from memvault.markdown.talk import talk_note
-from memvault.errors import AmbiguousIdError, MemvaultError, NotFoundError, UsageError
+from memvault.errors import AmbiguousIdError, MemvaultError, NotFoundError
 from memvault.markdown.footnotes import CONV_RE, REFERENCES, renumber
 from memvault.markdown.prune import prune
 from memvault.markdown.scan import Doc
+from memvault.ops.conversations import conversation_key
 from memvault.ops.session import Session, writing
 from memvault.settings import Settings
 from stores.ledger import Ledger
 from stores.meta import BucketsPage
 from stores.vault import Vault
 
-_HEX = re.compile(r"[0-9a-f]{4,64}")
 
 
 # -- articles --------------------------------------------------------------------------------
@@ -132,15 +132,6 @@ class ConversationForgotten:
     sentences_removed: int = 0  # prose whose only support was the conversation
     sections_removed: int = 0
     articles_removed: list[str] = field(default_factory=list)  # left with no prose at all
-
-
-def conversation_key(ref: str) -> str:
-    """`conv:1a2b3c4d`, `1a2b3c4d` or a backticked citation → the lowercase hex prefix."""
-    key = ref.strip().strip("`").strip().lower().removeprefix("conv:")
-    if not _HEX.fullmatch(key):
-        raise UsageError(f"{ref!r} is not a conversation id: give conv:<hex>, at least 4 hex digits, "
-                         "as citations show it (e.g. conv:1a2b3c4d)")
-    return key
 
 
 def resolve_conversation(ledger: Ledger, ref: str, include_forgotten: bool = True) -> str:
