@@ -1,0 +1,225 @@
+"""cluster, no-model path: the state of one pass, and chunks → buckets by centroid.
+
+`ClusterPass` holds the buckets' centroids, sizes and projects for one run of the stage and
+applies each assignment (both paths use it). `assign_by_centroid` places each chunk in the
+nearest bucket above `cluster.assign_similarity` (a bucket of other projects only must clear it
+by `project_margin` too), then groups the leftovers by average-link agglomeration; a group
+with `min_support` chunks becomes a new bucket, named by memvault.titles and journaled for
+Meta/Buckets.md in the same transaction (`flush_bucket_pages` writes it right after).
+"""
+
+import logging
+from collections import Counter
+
+import numpy as np
+
+from memvault.failpoints import failpoint
+from memvault.logs import conv_label
+from memvault.noise import is_low_content
+from memvault.phrase_similarity import Similarity, similarity_to, unit_mean
+from memvault.titles import topic_title
+from stores.meta import BucketsPage
+from tasks.cluster_projects import apart_matrix, other_project
+from tasks.context import StageContext
+from tasks.text import keywords, surface_form
+
+log = logging.getLogger(__name__)
+
+Pending = list[tuple[str, np.ndarray]]  # (chunk id, its centroid vector), chunks waiting for a bucket
+
+
+def agglomerate(vectors: np.ndarray, threshold: float, penalty: np.ndarray | None = None) -> list[list[int]]:
+    """Average-link agglomerative clustering on unit vectors; stop below ``threshold``.
+
+    ``penalty`` (n × n) is subtracted from the pairwise similarities first: the project margin.
+    """
+    groups = [[i] for i in range(len(vectors))]
+    sims = vectors @ vectors.T if len(vectors) else np.zeros((0, 0))
+    if penalty is not None and len(vectors):
+        sims = sims - penalty
+    while len(groups) > 1:
+        best, pair = threshold, None
+        for a in range(len(groups)):
+            for b in range(a + 1, len(groups)):
+                s = float(sims[np.ix_(groups[a], groups[b])].mean())
+                if s >= best:
+                    best, pair = s, (a, b)
+        if pair is None:
+            break
+        a, b = pair
+        groups[a] = groups[a] + groups[b]
+        del groups[b]
+    return groups
+
+
+def name_group(texts: list[str], background: list[str], taken: set[str], titles: list[str],
+               similarity: Similarity | None = None, projects: list[str | None] | None = None) -> str:
+    """A new bucket's name: the group's best key phrase not ``taken`` (memvault.titles), each
+    phrase weighed by its ``similarity`` to the group's centroid when given, the name of the
+    project most chunks come from favoured."""
+    return topic_title(texts, background, taken, titles, similarity, projects or ())
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / (np.linalg.norm(v) or 1.0)
+
+
+class ClusterPass:
+    """State of one cluster pass: the buckets' centroids and the batch counter for failpoints."""
+
+    def __init__(self, ctx: StageContext) -> None:
+        self.ctx, self.ledger = ctx, ctx.ledger
+        rows = {b.name: b for b in self.ledger.buckets()}
+        self.centroids = {n: np.array(b.centroid, dtype=np.float32) for n, b in rows.items() if b.centroid}
+        self.sizes: dict[str, int] = {n: b.size for n, b in rows.items()}
+        self.descriptions: dict[str, str] = {n: b.description for n, b in rows.items()}
+        self.batches = 0
+        self.created: dict[str, str] = {}
+        self.projects: dict[str, Counter[str]] = {n: Counter(d) for n, d in self.ledger.bucket_projects().items()}
+        self._conversation_projects: dict[str, str | None] = {}
+        self.kept_apart: set[str] = set()  # chunk ids (a chunk may be matched twice in one pass)
+        self.low_content = 0
+
+    def project(self, chunk_id: str) -> str | None:
+        """The project of the chunk's conversation (None for chat exports and unknown folders)."""
+        cid = self.ledger.chunk(chunk_id).conversation_id
+        if cid not in self._conversation_projects:
+            conv = self.ledger.conversation(cid)
+            self._conversation_projects[cid] = (conv.project or None) if conv else None
+        return self._conversation_projects[cid]
+
+    def committed(self) -> None:
+        """A batch is in the ledger: write journaled Buckets.md additions, then the failpoint."""
+        flush_bucket_pages(self.ctx)
+        self.batches += 1
+        failpoint("cluster", self.batches)
+
+    def join(self, chunk_id: str, bucket: str, v: np.ndarray, score: float) -> None:
+        """Assign a chunk to ``bucket`` and move the bucket's centroid towards it."""
+        self.ledger.assign(chunk_id, bucket, score, self.ctx.run_id)
+        self.count_project(chunk_id, bucket)
+        if bucket in self.centroids:
+            self.centroids[bucket] = _unit(self.centroids[bucket] * self.sizes[bucket] + v)
+        else:
+            self.centroids[bucket] = _unit(v)
+        self.sizes[bucket] = self.sizes.get(bucket, 0) + 1
+        self.ledger.upsert_bucket(bucket, self.descriptions.get(bucket, ""),
+                                  self.centroids[bucket].astype(float).tolist(), self.sizes[bucket])
+
+    def create(self, name: str, desc: str, vecs: np.ndarray) -> np.ndarray:
+        """Record a new bucket centred on ``vecs`` and journal its Buckets.md section."""
+        centroid = _unit(vecs.mean(axis=0))
+        self.ledger.upsert_bucket(name, desc, centroid.astype(float).tolist(), 0)
+        self.ledger.add_pending_bucket_page(name, desc, self.ctx.run_id)
+        self.centroids[name], self.sizes[name], self.descriptions[name] = centroid, 0, desc
+        self.created[name] = desc
+        return centroid
+
+    def count_project(self, chunk_id: str, bucket: str) -> None:
+        project = self.project(chunk_id)
+        if project:
+            self.projects.setdefault(bucket, Counter())[project] += 1
+
+    def nearest(self, chunk_id: str, v: np.ndarray) -> bool:
+        """Join the nearest bucket when it is similar enough; False leaves the chunk waiting.
+
+        A bucket holding only other projects' chunks must clear the threshold by the project margin.
+        """
+        settings = self.ctx.settings.cluster
+        project = self.project(chunk_id)
+        raw = {n: float(c @ v) for n, c in self.centroids.items()}
+        scores = {n: s - (settings.project_margin if other_project(project, self.projects.get(n, ())) else 0.0)
+                  for n, s in raw.items()}
+        best = max(scores, key=lambda n: scores[n], default=None)
+        if best is not None and scores[best] < settings.assign_similarity:
+            best = None
+        closest = max(raw, key=lambda n: raw[n], default=None)
+        if closest is not None and closest != best and raw[closest] >= settings.assign_similarity:
+            self.kept_apart.add(chunk_id)
+            log.info("chunk %s kept out of %s, another project's bucket (%.2f, margin %.2f)", chunk_id[:8],
+                     closest, raw[closest], settings.project_margin)
+        if best is None:
+            return False
+        self.join(chunk_id, best, v, scores[best])
+        if log.isEnabledFor(logging.INFO):  # the conversation's title costs a ledger read
+            row = self.ledger.chunk(chunk_id)
+            log.info("chunk %s of %s → %s (%.2f)", chunk_id[:8],
+                     conv_label(row.conversation_id[:8], row.conversation_title), best, scores[best])
+        return True
+
+
+def flush_bucket_pages(ctx: StageContext) -> int:
+    """Append buckets journaled in the ledger but missing from Meta/Buckets.md; clear the journal."""
+    pending = ctx.ledger.pending_bucket_pages()
+    if not pending:
+        return 0
+    added = BucketsPage(ctx.vault).add(pending)
+    ctx.ledger.clear_pending_bucket_pages()
+    return added
+
+
+def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, str | None]:
+    """The no-model path over `pending`; returns (assigned, still waiting, why it stopped).
+
+    Long because it is one crash-safe sequence: nearest bucket per chunk (a transaction each),
+    then the leftovers grouped into new buckets and re-matched in one more transaction.
+    Low-content leftovers take no part in grouping (counted in ``run.low_content``) but may
+    join a bucket afterwards.
+    """
+    ctx, ledger, settings = run.ctx, run.ledger, run.ctx.settings.cluster
+    leftovers: Pending = []
+    stopped = None
+    for n, (chunk_id, v) in enumerate(pending):
+        stopped = ctx.out_of_budget()
+        if stopped:
+            leftovers += pending[n:]
+            return len(pending) - len(leftovers), len(leftovers), stopped
+        with ledger.transaction():
+            joined = run.nearest(chunk_id, v)
+        if joined:
+            run.committed()
+        else:
+            leftovers.append((chunk_id, v))
+    infos_all = {cid: ledger.chunk(cid) for cid, _ in leftovers}
+    thin = [c for c in leftovers if is_low_content(infos_all[c[0]].text)]
+    run.low_content += len(thin)
+    founders = [c for c in leftovers if not is_low_content(infos_all[c[0]].text)]
+    if len(founders) < settings.min_support:  # (the thin ones already tried every bucket above)
+        return len(pending) - len(leftovers), len(leftovers), None
+    leftovers = founders + thin  # founders first: group indices below refer to them
+    vecs = np.stack([v for _, v in founders])
+    infos = [infos_all[cid] for cid, _ in founders]
+    texts = [c.text for c in infos]
+    penalty = apart_matrix([run.project(cid) for cid, _ in founders]) * settings.project_margin
+    background = texts + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
+    taken = {n.casefold() for n in run.centroids} | {n.casefold() for n in run.descriptions} | \
+        {p.stem.replace("_", " ").casefold() for p in ctx.vault.list_articles()} | ledger.taken_bucket_names()
+    grouped: set[int] = set()
+    # New buckets, their members and the chunks that then fit them: one batch, one transaction.
+    with ledger.transaction():
+        for group in agglomerate(vecs, settings.group_similarity, penalty):
+            if len(group) < settings.min_support:
+                continue
+            group_texts = [texts[i] for i in group]
+            titles = [infos[i].conversation_title or "" for i in group]
+            name = name_group(group_texts, background, taken, titles,
+                              similarity_to(ctx.embedder, unit_mean(vecs[group])),
+                              [run.project(founders[i][0]) for i in group])
+            taken.add(name.casefold())
+            terms = keywords(group_texts, background, n=5, titles=titles)
+            desc = "Conversations about " + ", ".join(surface_form(t, group_texts) for t in terms) + "."
+            centroid = run.create(name, desc, vecs[group])
+            for i in group:
+                cid, v = leftovers[i]
+                ledger.assign(cid, name, float(v @ centroid), ctx.run_id)
+                run.count_project(cid, name)
+            run.sizes[name] = len(group)
+            ledger.upsert_bucket(name, desc, centroid.astype(float).tolist(), len(group))
+            grouped |= set(group)
+            log.info("new bucket %s from %d chunks", name, len(group))
+        # Chunks left alone may belong to a bucket born in this very pass.
+        rest = [c for i, c in enumerate(leftovers) if i not in grouped]
+        waiting = [c for c in rest if not run.nearest(*c)]
+    if grouped or len(waiting) < len(rest):
+        run.committed()
+    return len(pending) - len(waiting), len(waiting), None
