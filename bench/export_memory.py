@@ -21,23 +21,16 @@ import argparse
 import json
 import os
 import random
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 import zipfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = ("backup restic postgres schema migration cluster deploy docker volume index query latency "
-         "cache redis tidepool lisbon bakelog homelab kernel route proxy certificate rotate weekly "
-         "daily snapshot retention bucket object storage test fixture parser ledger vault article").split()
+sys.path.insert(0, str(ROOT))
 
-
-def _text(rng: random.Random, words: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(words)) + "."
+from bench.shared import INGEST_CHILD, WORDS, fresh_home, print_results, run_child, words, work_dir  # noqa: E402
 
 
 def conversation(rng: random.Random, n: int) -> dict[str, Any]:
@@ -62,7 +55,7 @@ def conversation(rng: random.Random, n: int) -> dict[str, Any]:
     add(f"{n}-sys", "system", {"content_type": "text", "parts": [""]}, start, hidden=True)
     for t in range(rng.randint(4, 16)):
         t0 = start + t * 30
-        add(f"{n}-u{t}", "user", {"content_type": "text", "parts": [_text(rng, rng.randint(8, 80))]}, t0)
+        add(f"{n}-u{t}", "user", {"content_type": "text", "parts": [words(rng, rng.randint(8, 80))]}, t0)
         if t % 5 == 3:
             add(f"{n}-c{t}", "assistant", {"content_type": "code", "language": "python",
                                            "text": f"print(sorted({rng.sample(WORDS, 4)}))"}, t0 + 1)
@@ -71,7 +64,7 @@ def conversation(rng: random.Random, n: int) -> dict[str, Any]:
         if t % 7 == 2:  # an answer the user regenerated: a sibling off the thread
             mapping[parent]["children"].append(f"{n}-r{t}")
             mapping[f"{n}-r{t}"] = {"id": f"{n}-r{t}", "parent": parent, "children": [], "message": None}
-        add(f"{n}-a{t}", "assistant", {"content_type": "text", "parts": [_text(rng, rng.randint(40, 400))]}, t0 + 5)
+        add(f"{n}-a{t}", "assistant", {"content_type": "text", "parts": [words(rng, rng.randint(40, 400))]}, t0 + 5)
     return {"title": f"{rng.choice(WORDS)} {rng.choice(WORDS)} {n}", "create_time": start,
             "update_time": start + 600, "mapping": mapping, "moderation_results": [], "current_node": parent,
             "plugin_ids": None, "conversation_id": f"bench-{n:07d}", "id": f"bench-{n:07d}",
@@ -96,13 +89,7 @@ def write_export(path: Path, target_mb: int, seed: int) -> dict[str, Any]:
     return {"conversations": n, "json_mb": round(written / 2**20, 1), "zip_mb": round(path.stat().st_size / 2**20, 1)}
 
 
-_CHILD = """
-import json, resource, sys, time
-from pathlib import Path
-from memvault.settings import load_settings
-from stores.ledger import Ledger
-from tasks.ingest_files import run_ingest
-settings = load_settings(Path(sys.argv[1]))
+_CHILD = INGEST_CHILD + """
 with Ledger.open(settings) as ledger:
     t0 = time.perf_counter()
     r = run_ingest(ledger, settings, [("auto", Path(sys.argv[2]))])
@@ -119,21 +106,8 @@ print(json.dumps({"seconds": round(seconds, 1), "conversations_new": r.conversat
 
 def measure(home: Path, src: Path) -> dict[str, Any]:
     """One ingest in a fresh interpreter, so the peak RSS is that ingest's alone."""
-    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(home), str(src)], cwd=ROOT, capture_output=True,
-                          text=True, check=False, env=env)
-    if proc.returncode:
-        raise SystemExit(f"scenario failed:\n{proc.stderr}")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
-
-
-def fresh_home(base: Path, name: str) -> Path:
-    from memvault.ops.home import init_home
-
-    home = base / name
-    init_home(home)
-    return home
+    return run_child(_CHILD, str(home), str(src),
+                     env={"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"})
 
 
 def main() -> None:
@@ -143,11 +117,8 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=1024, help="JSON size of the big export, in MB")
     parser.add_argument("--small-mb", type=int, default=10, help="JSON size of the baseline export, in MB")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
-    base = args.dir or Path(tempfile.mkdtemp(prefix="memvault-export-bench-", dir="/tmp"))
-    base.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
-    try:
+    with work_dir(args.dir, "memvault-export-bench-", "/tmp") as base:
         t0 = time.perf_counter()
         small, big = base / "small-export.zip", base / "big-export.zip"
         results["small_export"] = write_export(small, args.small_mb, 1)
@@ -163,14 +134,7 @@ def main() -> None:
         ratio = results["big_first"]["peak_rss_mb"] / results["small_first"]["peak_rss_mb"]
         results["goals"] = {"rss_ratio": round(ratio, 2), "rss_big<=1.5x_small": ratio <= 1.5,
                             "touched_rerun_adds_nothing": results["big_rerun_touched"]["messages_new"] == 0}
-    finally:
-        if args.dir is None:
-            shutil.rmtree(base, ignore_errors=True)
-    if args.json:
-        print(json.dumps(results, indent=2))
-        return
-    for name, row in results.items():
-        print(f"{name:22} {row}")
+    print_results(results, args.json)
 
 
 if __name__ == "__main__":

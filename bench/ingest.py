@@ -18,23 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = ("backup restic postgres schema migration cluster deploy docker volume index query latency "
-         "cache redis tidepool lisbon bakelog homelab kernel route proxy certificate rotate weekly "
-         "daily snapshot retention bucket object storage test fixture parser ledger vault article").split()
+sys.path.insert(0, str(ROOT))
 
-
-def _text(rng: random.Random, words: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(words)) + "."
+from bench.shared import INGEST_CHILD, WORDS, fresh_home, print_results, run_child, words, work_dir  # noqa: E402
 
 
 def _session_lines(rng: random.Random, session: str, target: int) -> list[str]:
@@ -48,22 +42,22 @@ def _session_lines(rng: random.Random, session: str, target: int) -> list[str]:
                   "version": "1.0.0", "userType": "external", "isSidechain": False}
         turn = n % 4
         if turn == 1:
-            obj = {"type": "user", **common, "message": {"role": "user", "content": _text(rng, rng.randint(8, 60))}}
+            obj = {"type": "user", **common, "message": {"role": "user", "content": words(rng, rng.randint(8, 60))}}
         elif turn == 2:
             obj = {"type": "assistant", **common, "message": {
                 "id": f"msg_{uuid}", "role": "assistant", "model": "claude-sonnet",
-                "content": [{"type": "text", "text": _text(rng, rng.randint(40, 220))},
+                "content": [{"type": "text", "text": words(rng, rng.randint(40, 220))},
                             {"type": "tool_use", "id": f"toolu_{uuid}", "name": "Bash",
                              "input": {"command": f"grep -rn {rng.choice(WORDS)} src/", "description": "search"}}]}}
         elif turn == 3:
-            output = "\n".join(f"src/{rng.choice(WORDS)}.py:{i}: {_text(rng, 8)}" for i in range(rng.randint(3, 30)))
+            output = "\n".join(f"src/{rng.choice(WORDS)}.py:{i}: {words(rng, 8)}" for i in range(rng.randint(3, 30)))
             obj = {"type": "user", **common, "toolUseResult": {"stdout": output[:200]}, "message": {
                 "role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{session}-{n - 1:07d}",
                                              "content": output}]}}
         else:
             obj = {"type": "assistant", **common, "message": {
                 "id": f"msg_{uuid}", "role": "assistant", "model": "claude-sonnet",
-                "content": [{"type": "text", "text": _text(rng, rng.randint(20, 120))}]}}
+                "content": [{"type": "text", "text": words(rng, rng.randint(20, 120))}]}}
         line = json.dumps(obj) + "\n"
         lines.append(line)
         size += len(line)
@@ -105,13 +99,7 @@ def _du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*.jsonl")) if path.is_dir() else path.stat().st_size
 
 
-_CHILD = """
-import json, resource, sys, time
-from pathlib import Path
-from memvault.settings import load_settings
-from stores.ledger import Ledger
-from tasks.ingest_files import run_ingest
-settings = load_settings(Path(sys.argv[1]))
+_CHILD = INGEST_CHILD + """
 with Ledger.open(settings) as ledger:
     t0 = time.perf_counter()
     cpu0 = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
@@ -126,11 +114,7 @@ print(json.dumps({"seconds": seconds, "bytes_read": r.bytes_read, "messages_new"
 
 def measure(home: Path, src: Path) -> dict[str, Any]:
     """One scenario in a fresh interpreter, so peak RSS belongs to it alone."""
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(home), str(src)], cwd=ROOT, capture_output=True,
-                          text=True, check=False)
-    if proc.returncode:
-        raise SystemExit(f"scenario failed:\n{proc.stderr}")
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_child(_CHILD, str(home), str(src))
     mb = _du(src) / 2**20
     out["input_mb"] = round(mb, 1)
     if out["bytes_read"]:
@@ -144,14 +128,6 @@ def measure(home: Path, src: Path) -> dict[str, Any]:
     return out
 
 
-def fresh_home(base: Path, name: str) -> Path:
-    from memvault.ops.home import init_home
-
-    home = base / name
-    init_home(home)
-    return home
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -159,9 +135,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--big-mb", type=int, default=500)
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
-    base = args.dir or Path(tempfile.mkdtemp(prefix="memvault-bench-"))
-    try:
+    with work_dir(args.dir, "memvault-bench-") as base:
         t0 = time.perf_counter()
         src = generate(base / "src", args.sessions, args.big_mb)
         gen = time.perf_counter() - t0
@@ -175,7 +149,7 @@ def main() -> None:
             "big_rerun": measure(big_home, src["big"]),
         }
         first, rerun = results["sessions_first"], results["sessions_rerun"]
-        results["load_average"] = list(__import__("os").getloadavg())
+        results["load_average"] = list(os.getloadavg())
         results["goals"] = {
             "mb_per_s_sessions>=20": first.get("mb_per_s", 0) >= 20,
             "mb_per_s_big>=20": results["big_first"].get("mb_per_s", 0) >= 20,
@@ -184,14 +158,7 @@ def main() -> None:
             "rss_big<=1.5x_small": results["big_first"]["peak_rss_mb"] <= 1.5 * results["small_first"]["peak_rss_mb"],
             "rss_ratio": round(results["big_first"]["peak_rss_mb"] / results["small_first"]["peak_rss_mb"], 2),
         }
-    finally:
-        if args.dir is None:
-            shutil.rmtree(base, ignore_errors=True)
-    if args.json:
-        print(json.dumps(results, indent=2))
-        return
-    for name, row in results.items():
-        print(f"{name:16} {row}")
+    print_results(results, args.json, 16)
 
 
 if __name__ == "__main__":

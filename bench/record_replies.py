@@ -35,7 +35,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -210,19 +209,12 @@ class Recorder:
 
 def record_samples(recorder: Recorder, samples: list[str]) -> None:
     """The nightly stages over ``samples`` (folders of samples/) with the recorder as the engine."""
-    from memvault.ops.home import init_home
+    from bench.shared import sample_home
     from tests.stages.plain_run import plain_execute
 
-    tmp = Path(tempfile.mkdtemp(prefix="memvault-record-"))
-    try:
-        home, src = tmp / "home", tmp / "samples"
-        init_home(home)
-        for rel in samples:
-            shutil.copytree(ROOT / "samples" / rel, src / rel)
+    with sample_home("memvault-record-", samples) as (home, src):
         os.environ["MEMVAULT_ENGINE"] = "none"
         report = plain_execute(str(home), str(src), engine=recorder)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     recorder.save(articles=report["articles_created"] + report["articles_updated"],
                   rejected=report["articles_rejected"])
 
@@ -234,10 +226,10 @@ def record_synthesis(recorder: Recorder, samples: list[str]) -> None:
     it), and one conversation founds no bucket; this gives synthesize real buckets to write.
     The run's token budget stops the stage after its first unit (one bucket, retry included).
     """
+    from bench.shared import sample_home
     from memvault.budget import Budget
     from memvault.embeddings import Embedder
     from memvault.engines import NoneEngine
-    from memvault.ops.home import init_home
     from memvault.settings import load_settings
     from stores.ledger import Ledger
     from stores.vault import Vault
@@ -247,12 +239,7 @@ def record_synthesis(recorder: Recorder, samples: list[str]) -> None:
     from tasks.ingest import run_ingest
     from tasks.synthesize import run_synthesize
 
-    tmp = Path(tempfile.mkdtemp(prefix="memvault-record-"))
-    try:
-        home, src = tmp / "home", tmp / "samples"
-        init_home(home)
-        for rel in samples:
-            shutil.copytree(ROOT / "samples" / rel, src / rel)
+    with sample_home("memvault-record-", samples) as (home, src):
         settings = load_settings(home)
         embedder = Embedder()
         with Ledger.open(settings) as ledger:
@@ -273,8 +260,6 @@ def record_synthesis(recorder: Recorder, samples: list[str]) -> None:
         for article in (home / "articles").glob("*.md"):
             recorder.meta.setdefault("article_texts", {})[article.stem] = article.read_text(encoding="utf-8")
         recorder.save()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def record_segmentation(recorder: Recorder, data: Path, first: int, limit: int | None) -> None:
