@@ -20,19 +20,41 @@ T = TypeVar("T")
 class SharedService:
     """One `MemoryService` shared by a server's worker threads.
 
-    Calls are serialized: the embedding model loads lazily and is not meant to be loaded
-    twice by two first queries at once, and one person's agents do not need parallel
-    recall. The service keeps its node index handle (and the model) for the server's life;
-    the handle checks for a newer version on every read, so the nightly flow or a drain can
-    write the index while a server runs and each call reads the last committed version.
+    Reads (recall, search, the article tools) are serialized with each other: the embedding
+    model loads lazily and is not meant to be loaded twice by two first queries at once, and
+    one person's agents do not need parallel recall. The service keeps its node index handle
+    (and the model) for the server's life; the handle checks for a newer version on every
+    read, so the nightly flow or a drain can write the index while a server runs and each call
+    reads the last committed version.
+
+    Calls that open the ledger (a drain, a note, the conversation browser) are serialized with
+    each other instead, not with reads: a recall never waits for a drain. That is safe because
+    a read touches only the node index and the vault — LanceDB readers see the last committed
+    version while a writer commits, as they do when the nightly run writes from another
+    process — while DuckDB refuses a read-only connection in a process that holds the file
+    open for writing, so ledger calls must not overlap one another. The model is loaded under
+    the read lock before the first call that embeds, so the two never load it at once.
     """
 
     def __init__(self, service: MemoryService) -> None:
         self.service = service
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # reads
+        self._ledger = threading.Lock()  # drains, notes, conversation reads
+        self._warm = False
 
     def call(self, fn: Callable[[MemoryService], T]) -> T:
+        """``fn`` as a read: the node index and the vault only, never the ledger."""
         with self._lock:
+            return fn(self.service)
+
+    def call_ledger(self, fn: Callable[[MemoryService], T], embeds: bool = False) -> T:
+        """``fn`` opens the ledger (and, with ``embeds``, uses the service's embedder): it waits
+        for another ledger call, not for reads, and reads do not wait for it."""
+        with self._ledger:
+            if embeds and not self._warm:
+                with self._lock:  # the model loads once, here or in a read's first query
+                    self.service.embedder.embed_one("memvault")
+                self._warm = True
             return fn(self.service)
 
 

@@ -6,7 +6,7 @@ no drainer, and prompt-recall asks it over loopback) and drains what they spool.
 when an entry lands in the spool folder (file-system notifications through watchfiles), so a
 captured turn is drained at once, and looks every ``live.serve_drain_s`` as well: that check
 is all there is where notifications do not work (some network file systems, a full inotify
-table). Drains run through the shared service, serialized with recall calls.
+table). Drains run through the shared service's ledger calls: a recall does not wait for one.
 """
 
 import threading
@@ -64,7 +64,7 @@ def drain_loop(shared: SharedService, stop: threading.Event) -> None:
         if stop.is_set() or not spool.pending(settings.state_dir):
             return
         try:
-            shared.call(lambda s: run_drainer(s.settings, wait=False, embedder=s.embedder))
+            shared.call_ledger(lambda s: run_drainer(s.settings, wait=False, embedder=s.embedder), embeds=True)
         except MemvaultError as exc:
             spool.log_line(settings.state_dir, f"serve: drain failed ({exc}); the spool is kept")
 

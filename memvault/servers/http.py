@@ -110,11 +110,13 @@ class LoopbackHostOnly:
 def build_app(shared: SharedService, loopback_only: bool = True) -> Starlette:
     """The Starlette app; ``loopback_only`` rejects requests addressed to a non-loopback Host."""
 
-    def endpoint(fn: Callable[[Request, MemoryService], Any]) -> Callable[[Request], JSONResponse]:
-        # Sync endpoints run in Starlette's thread pool; the service call is serialized inside.
+    def endpoint(fn: Callable[[Request, MemoryService], Any], ledger: bool = False) -> Callable[[Request], JSONResponse]:
+        # Sync endpoints run in Starlette's thread pool; the service call is serialized inside
+        # (``ledger``: with drains, for the endpoints that open the ledger; the rest with each other).
         def handle(request: Request) -> JSONResponse:
+            call = shared.call_ledger if ledger else shared.call
             try:
-                return JSONResponse(shared.call(lambda s: fn(request, s)))
+                return JSONResponse(call(lambda s: fn(request, s)))
             except NotFoundError as exc:
                 return _error(404, exc)
             except UsageError as exc:
@@ -169,8 +171,7 @@ def build_app(shared: SharedService, loopback_only: bool = True) -> Starlette:
     return Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: http_error})
 
 
-def browse_routes(endpoint: Callable[[Callable[[Request, MemoryService], Any]], Callable[[Request], JSONResponse]]
-                  ) -> list[Route]:
+def browse_routes(endpoint: Callable[..., Callable[[Request], JSONResponse]]) -> list[Route]:
     """Conversations (read from the ledger, opened read-only per call), an article as safe HTML,
     and the web page at `/` with its two static files."""
     from memvault.ops.conversations import list_conversations, show_conversation
@@ -202,8 +203,9 @@ def browse_routes(endpoint: Callable[[Callable[[Request, MemoryService], Any]], 
                                                          "Referrer-Policy": "no-referrer", "Cache-Control": "no-cache"})
 
     return [
-        Route("/conversations", endpoint(conversations)),
-        Route("/conversations/{id}", endpoint(lambda r, s: show_conversation(s.settings, r.path_params["id"]))),
+        Route("/conversations", endpoint(conversations, ledger=True)),
+        Route("/conversations/{id}", endpoint(lambda r, s: show_conversation(s.settings, r.path_params["id"]),
+                                              ledger=True)),
         Route("/articles/{title}/html", endpoint(html)),
         Route("/", page),
         Route("/static/{name}", page),

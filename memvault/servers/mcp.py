@@ -121,9 +121,10 @@ def _hit(h: dict[str, Any]) -> Hit:
     return Hit(**{k: h.get(k) for k in Hit.model_fields})
 
 
-def _run(shared: SharedService, fn: Callable[[MemoryService], Any]) -> Any:
+def _run(shared: SharedService, fn: Callable[[MemoryService], Any], writes: bool = False) -> Any:
+    """``fn`` on the service (``writes``: it stores and indexes, so a ledger call, which reads do not wait for)."""
     try:
-        return shared.call(fn)
+        return shared.call_ledger(fn, embeds=True) if writes else shared.call(fn)
     except MemvaultError as exc:
         # An anticipated failure (no such article, no index yet): the agent reads the message.
         raise ToolError(str(exc)) from exc
@@ -222,15 +223,16 @@ def build_server(shared: SharedService) -> MCPServer:
                  ) -> Annotated[CallToolResult, RememberOut]:
         from memvault.ops.note import add_note
 
+        if not shared.service.settings.mcp.allow_write:
+            raise ToolError("memory writes are off: the user has not enabled `mcp.allow_write` "
+                            "(memvault.toml [mcp] allow_write = true, or `memvault agent-setup "
+                            "claude-code --allow-write`) — tell the user what you wanted to remember")
+
         def store(s: MemoryService) -> dict[str, Any]:
-            if not s.settings.mcp.allow_write:
-                raise ToolError("memory writes are off: the user has not enabled `mcp.allow_write` "
-                                "(memvault.toml [mcp] allow_write = true, or `memvault agent-setup "
-                                "claude-code --allow-write`) — tell the user what you wanted to remember")
             # The server's warm embedder: a note is indexed in milliseconds, not a model load.
             return add_note(s.settings, text, title=title, project=project, author="assistant", embedder=s.embedder)
 
-        r = _run(shared, store)
+        r = _run(shared, store, writes=True)
         said = (f"remembered as {r['cite']}" if not r["queued"] else f"queued as {r['cite']} ({r['note']})")
         return _result(wrap_for_agent("remember", said), RememberOut(id=r["id"], cite=r["cite"], queued=r["queued"]))
 
