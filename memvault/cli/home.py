@@ -4,6 +4,8 @@ import typer
 
 from memvault.cli.app import app
 from memvault.cli.context import settings_of
+from rich.markup import escape
+
 from memvault.cli.output import console, render, reporting
 from memvault.cli.params import JsonFlag
 
@@ -71,6 +73,6 @@ def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
             if data.get("note"):
                 console.print(data["note"])
             for warning in data.get("warnings", []):
-                console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+                console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
 
         render(as_json, data, text)

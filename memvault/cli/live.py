@@ -14,6 +14,8 @@ import typer
 from memvault.cli.app import app
 from memvault.cli.context import home_settings
 from memvault.cli.live_fast import run_capture, run_prompt_recall
+from rich.markup import escape
+
 from memvault.cli.output import console, err_console, render, reporting
 from memvault.cli.params import JsonFlag
 
@@ -74,7 +76,7 @@ def drain(
             if totals.get("note"):
                 console.print(totals["note"], highlight=False)
             for err in totals["errors"]:
-                console.print(f"  [yellow]{err}[/yellow]", highlight=False)
+                console.print(f"  [yellow]{escape(err)}[/yellow]", highlight=False)
 
         render(as_json, totals, text)
 

@@ -8,6 +8,8 @@ import typer
 
 from memvault.cli.app import app
 from memvault.cli.context import home_settings, settings_of
+from rich.markup import escape
+
 from memvault.cli.output import console, render, reporting
 from memvault.cli.params import AtOpt, DryRunFlag, JsonFlag, PlatformOpt, UnitDirOpt
 
@@ -16,12 +18,12 @@ PANEL = "Operations"
 
 def _print_plan(plan: dict[str, Any]) -> None:
     for f in plan["files"]:
-        console.print(f"[bold]write {f['path']}[/bold]", highlight=False)
+        console.print(f"[bold]write {escape(str(f['path']))}[/bold]", highlight=False)
         print(f["content"])
     for path in plan["remove"]:
-        console.print(f"[bold]remove {path}[/bold]", highlight=False)
+        console.print(f"[bold]remove {escape(str(path))}[/bold]", highlight=False)
     for cmd in plan["commands"]:
-        console.print(f"[bold]run[/bold] {cmd}", highlight=False)
+        console.print(f"[bold]run[/bold] {escape(str(cmd))}", highlight=False)
 
 
 def _print_deployments(result: dict[str, Any]) -> None:

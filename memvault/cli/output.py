@@ -16,6 +16,11 @@ console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
+def plain(text: str) -> None:
+    """Print ``text`` as it is: no rich markup (memory text holds `[...]`), no highlighting."""
+    console.print(text, highlight=False, markup=False)
+
+
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
 

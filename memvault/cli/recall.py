@@ -1,13 +1,15 @@
 """Commands of recall, read-only: `recall`, `search`, `timeline`, `get`, and the article tools
-`articles`, `read`, `toc`, `links`."""
+`articles`, `read`, `toc`, `links`. What memory holds is printed as it is (`plain`): rich would
+take `[/etc/hosts]` or `[red]` in a node's text for markup."""
 
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from memvault.cli.app import app
 from memvault.cli.context import service_of
-from memvault.cli.output import console, render, reporting
+from memvault.cli.output import console, plain, render, reporting
 from memvault.cli.params import JsonFlag, TitleArg
 
 PANEL = "Recall"
@@ -52,7 +54,7 @@ def recall(
             print(result["block"])
             if explain:
                 for h in result["hits"]:
-                    console.print(f"{h['score']:.4f} {h['path']}: {h['explain']}", highlight=False)
+                    plain(f"{h['score']:.4f} {h['path']}: {h['explain']}")
 
         render(as_json, result, text)
 
@@ -78,7 +80,7 @@ def search(
 
         def text() -> None:
             for h in hits:
-                console.print(f"{h['score']:.4f}  {h['id']}  {h['path']}", highlight=False)
+                plain(f"{h['score']:.4f}  {h['id']}  {h['path']}")
 
         render(as_json, {"query": query, "hits": hits}, text)
 
@@ -100,7 +102,8 @@ def timeline(
 
         def text() -> None:
             for r in rows:
-                console.print(("→ " if r["anchor"] else "  ") + f"{r['path']}: {r['text'][:160]}", highlight=False)
+                # One line per node: a node's text may hold line breaks (a conversation's date and source).
+                plain(("→ " if r["anchor"] else "  ") + f"{r['path']}: {' '.join(r['text'].split())[:160]}")
 
         render(as_json, rows, text)
 
@@ -120,7 +123,8 @@ def get(
 
         def text() -> None:
             for r in rows:
-                console.print(f"[bold]{r['path']}[/bold]\n{r['text']}\n", highlight=False)
+                console.print(f"[bold]{escape(r['path'])}[/bold]", highlight=False)
+                plain(f"{r['text']}\n")
 
         render(as_json, rows, text)
 
@@ -136,7 +140,7 @@ def articles(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
         def text() -> None:
             for r in rows:
-                console.print(f"{r['title']}  ({r['words']} words, {r['citations']} citations)  {r['path']}", highlight=False)
+                plain(f"{r['title']}  ({r['words']} words, {r['citations']} citations)  {r['path']}")
 
         render(as_json, rows, text)
 
@@ -167,7 +171,7 @@ def toc(ctx: typer.Context, title: TitleArg, as_json: JsonFlag = False) -> None:
     """
     with reporting(as_json):
         rows = service_of(ctx).article_toc(title)
-        render(as_json, rows, lambda: [console.print(f"{r['path']}", highlight=False) for r in rows])
+        render(as_json, rows, lambda: [plain(r["path"]) for r in rows])
 
 
 @app.command(rich_help_panel=PANEL)
@@ -180,7 +184,7 @@ def links(ctx: typer.Context, title: TitleArg, as_json: JsonFlag = False) -> Non
         data = service_of(ctx).article_links(title)
 
         def text() -> None:
-            console.print("out: " + ", ".join(data["out"]))
-            console.print("in: " + ", ".join(data["in"]))
+            plain("out: " + ", ".join(data["out"]))
+            plain("in: " + ", ".join(data["in"]))
 
         render(as_json, data, text)

@@ -5,6 +5,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rich.markup import escape
+
 from memvault.cli.output import console
 
 
@@ -101,7 +103,7 @@ def print_report(report: dict[str, Any]) -> None:
         if report[key]:
             console.print(f"  {key.replace('_', ' ')}: {', '.join(report[key])}")
     for r in report["articles_rejected"]:
-        console.print(f"  rejected {r['article']}: {'; '.join(r['reasons'])}")
+        console.print(f"  rejected {r['article']}: {'; '.join(r['reasons'])}", highlight=False, markup=False)
     left = report.get("backlog")
     if left and (left.get("conversations_left") or left.get("chunks_unassigned") or left.get("chunks_pending")):
         runs = left.get("estimated_runs_to_finish")
@@ -112,4 +114,5 @@ def print_report(report: dict[str, Any]) -> None:
     if (report.get("budget") or {}).get("stopped"):
         console.print(f"  budget: {report['budget']['stopped']} — the rest waits for the next run")
     for e in report["stages"].get("ingest", {}).get("errors", [])[:20]:
-        console.print(f"  [yellow]{e['file']}:{e.get('line') or '-'}[/yellow]: {e['error']}", highlight=False)
+        console.print(f"  [yellow]{escape(str(e['file']))}:{e.get('line') or '-'}[/yellow]: {escape(str(e['error']))}",
+                      highlight=False)
