@@ -26,6 +26,13 @@ def test_every_command_help_has_an_example() -> None:
         assert "Example:" in (c.callback.__doc__ or ""), f"{c.callback.__name__} help lacks an example"
 
 
+def test_every_command_summary_is_one_line() -> None:
+    # `memvault --help` shows the first paragraph as it is written: a line break there breaks its table.
+    for c in app.registered_commands:
+        summary = (c.callback.__doc__ or "").strip().split("\n\n")[0]
+        assert "\n" not in summary, f"{c.callback.__name__}: put the first line of its help on one line"
+
+
 def test_every_setting_is_documented() -> None:
     text = (DOCS / "configuration.md").read_text()
     for name, field in Settings.model_fields.items():

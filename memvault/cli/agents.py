@@ -36,8 +36,9 @@ def serve(
     allow_remote: Annotated[bool, typer.Option(
         "--allow-remote", help="Allow a non-loopback --host (the API has no authentication).")] = False,
 ) -> None:
-    """Serve the agent API as local HTTP/JSON (search, recall, timeline, get, articles, conversations)
-    and a read-only web page at /.
+    """Serve the agent API as local HTTP/JSON, and a read-only web page at /.
+
+    Search, recall, timeline, get, articles and conversations, on loopback unless told otherwise.
 
     Example: memvault serve --port 8765
     """

@@ -71,8 +71,9 @@ def show(
     full: Annotated[bool, typer.Option("--full", help="Expand tool calls and results instead of one line each.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Print a conversation as Markdown: title, source, project, date, each message with role
-    and time (tool calls folded; --full expands them).
+    """Print a conversation as Markdown (tool calls folded; --full expands them).
+
+    Title, source, project and date, then each message with its role and time.
 
     Example: memvault show conv:1a2b3c4d --full
     """
