@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import typer
+# Typer 0.29 carries its own copy of click: its parameter errors are this module's classes.
+from typer._click.exceptions import UsageError
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 HELP_OPTION_NAMES = ["-h", "--help"]
@@ -53,7 +55,19 @@ class _Metavars:
 
 
 class MemvaultCommand(_Metavars, TyperCommand):
-    """Every `memvault` command."""
+    """Every `memvault` command; under `--json` a misuse (a bad option or value) is a JSON error too."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        given = list(args)  # the parser consumes ``args`` as it goes
+        try:
+            return super().parse_args(ctx, args)  # type: ignore[no-any-return]
+        except UsageError as exc:
+            if "--json" not in given or "--" in given[:given.index("--json")]:
+                raise
+            import json
+
+            typer.echo(json.dumps({"error": exc.format_message(), "type": "UsageError"}, indent=2))
+            raise typer.Exit(exc.exit_code) from None
 
 
 class MemvaultGroup(_Metavars, TyperGroup):

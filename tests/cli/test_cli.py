@@ -31,6 +31,20 @@ def test_misuse_exits_2(home: Path) -> None:
     assert result.exit_code == 2 and "--from index comes after --until ingest" in result.output
 
 
+def test_misuse_under_json_is_a_json_error(home: Path) -> None:
+    for args, said in ((["run", "--only", "nonsense", "--json"], "'nonsense' is not one of 'ingest'"),
+                       (["recall", "x", "--max-nodes", "0", "--json"], "--max-nodes"),
+                       (["search", "--json"], "Missing argument 'QUERY'"),
+                       (["status", "--json", "--bogus"], "No such option: --bogus")):
+        result = invoke("--home", str(home), *args)
+        assert result.exit_code == 2, args
+        error = json.loads(result.stdout)
+        assert error["type"] == "UsageError" and said in error["error"], args
+    # After `--`, `--json` is a value, not the flag: the usual usage error.
+    result = invoke("--home", str(home), "read", "--", "--json", "--section")
+    assert result.exit_code in (1, 2) and not result.stdout.lstrip().startswith("{")
+
+
 def test_init_json_and_idempotence(tmp_path: Path) -> None:
     first = json.loads(invoke("--home", str(tmp_path / "h"), "init", "--json").output)
     assert "Meta/Buckets.md" in first["created"] and first["committed"]
