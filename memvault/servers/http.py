@@ -212,13 +212,29 @@ def browse_routes(endpoint: Callable[..., Callable[[Request], JSONResponse]]) ->
     ]
 
 
+def _unwind_on_sigterm() -> None:
+    """Make SIGTERM (launchd, systemd, ``kill``) end the server through its ``finally``.
+
+    uvicorn shuts down on SIGTERM and then raises the signal again; under Python's default
+    handler that killed the process on the spot, leaving ``.memvault/serve.json`` behind. As a
+    SystemExit it unwinds like Ctrl-C does (exit status 143, as a process killed by SIGTERM).
+    """
+    import signal
+    import sys
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+
+
 def serve(shared: SharedService, host: str, port: int, allow_remote: bool) -> None:
-    """Run the API until interrupted (Ctrl-C)."""
+    """Run the API until interrupted (Ctrl-C or SIGTERM)."""
     import uvicorn
 
     from memvault.servers import drain_loop
 
     check_bind(host, allow_remote)
+    _unwind_on_sigterm()
     stop = drain_loop.start(shared, host, port)  # hooks see a warm server: it drains, it answers prompt-recall
     try:
         uvicorn.run(build_app(shared, loopback_only=is_loopback(host)), host=host, port=port, log_level="warning")

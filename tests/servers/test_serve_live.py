@@ -50,6 +50,16 @@ def test_a_served_recall_returns_what_the_cli_recall_returns(doors_home: Path, s
 
 
 
+def test_serve_stopped_by_sigterm_withdraws_its_announcement(home: Path, spawn, tmp_path: Path) -> None:
+    # launchd and systemd stop a server with SIGTERM: hooks must not keep finding its serve.json.
+    _, proc = start_serve(home, spawn, tmp_path / "serve.log")
+    announced = home / ".memvault" / "serve.json"
+    assert json.loads(announced.read_text())["pid"] == proc.pid
+    proc.terminate()
+    assert proc.wait(timeout=120) == 143
+    assert not announced.exists()
+
+
 def stop_hook(home: Path, transcript: Path) -> None:
     payload = {"session_id": SAMPLE.stem, "transcript_path": str(transcript), "cwd": "/Users/sam/src/lisbon-2027",
                "hook_event_name": "Stop"}
