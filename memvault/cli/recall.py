@@ -139,6 +139,8 @@ def articles(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         rows = service_of(ctx).list_articles()
 
         def text() -> None:
+            if not rows:
+                plain("no articles yet — `memvault run` writes them from what was ingested")
             for r in rows:
                 plain(f"{r['title']}  ({r['words']} words, {r['citations']} citations)  {r['path']}")
 

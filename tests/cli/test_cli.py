@@ -45,6 +45,12 @@ def test_misuse_under_json_is_a_json_error(home: Path) -> None:
     assert result.exit_code in (1, 2) and not result.stdout.lstrip().startswith("{")
 
 
+def test_articles_of_a_new_home_say_how_to_get_some(home: Path) -> None:
+    result = invoke("--home", str(home), "articles")
+    assert result.exit_code == 0 and "no articles yet" in result.output and "memvault run" in result.output
+    assert json.loads(invoke("--home", str(home), "articles", "--json").output) == []
+
+
 def test_init_json_and_idempotence(tmp_path: Path) -> None:
     first = json.loads(invoke("--home", str(tmp_path / "h"), "init", "--json").output)
     assert "Meta/Buckets.md" in first["created"] and first["committed"]
