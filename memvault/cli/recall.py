@@ -186,7 +186,7 @@ def links(ctx: typer.Context, title: TitleArg, as_json: JsonFlag = False) -> Non
         data = service_of(ctx).article_links(title)
 
         def text() -> None:
-            plain("out: " + ", ".join(data["out"]))
-            plain("in: " + ", ".join(data["in"]))
+            plain("out: " + (", ".join(data["out"]) or "(none)"))
+            plain("in: " + (", ".join(data["in"]) or "(none)"))
 
         render(as_json, data, text)

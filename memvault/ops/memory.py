@@ -3,6 +3,7 @@ and the article tools. Reads only the node index and the vault; never opens the 
 """
 
 import functools
+import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +22,9 @@ from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_hea
 from memvault.settings import Settings
 from stores.vault import Vault
 
+# The date a section heading ends with (memvault/headings.py: "About (2026-09-14)").
+_DATE_SUFFIX = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
+
 if TYPE_CHECKING:  # imported when first used: the article tools never load lancedb (~1.7 s CPU)
     from stores.nodes import NodeIndex
 
@@ -28,7 +32,7 @@ if TYPE_CHECKING:  # imported when first used: the article tools never load lanc
 def _checked(query: str) -> str:
     """The query, or ``UsageError``: an empty query would return arbitrary nodes."""
     if not isinstance(query, str) or not query.strip():
-        raise UsageError("the query is empty — say what to look for, e.g. memvault recall \"postgres backups\"")
+        raise UsageError("the query is empty — say what to look for, e.g. \"postgres backups\"")
     return query
 
 
@@ -252,14 +256,24 @@ class MemoryService:
         nodes = article_nodes(path.stem, text)
         sections = [n for n in nodes if n.kind == "section"]
         want = section.strip().casefold()
-        for i, n in enumerate(sections):
-            if n.title.casefold() == want or n.path.casefold().endswith("/" + want.replace(" ", "_")) or n.path.casefold() == want:
-                start = (n.line or 1) - 1
-                depth = n.path.count("/")
-                end = next(((m.line or 1) - 1 for m in sections[i + 1:] if m.path.count("/") <= depth), len(lines))
-                return {"article": Vault.title_of(path), "section": n.title, "path": n.path,
-                        "text": "\n".join(lines[start:end]).strip() + "\n"}
-        raise NotFoundError(f"no section {section!r} in {path.stem} — `memvault toc {path.stem}` lists them")
+        exact = [i for i, n in enumerate(sections) if n.title.casefold() == want
+                 or n.path.casefold().endswith("/" + want.replace(" ", "_")) or n.path.casefold() == want]
+        # A section's heading carries the date of its first source ("Day count (2026-09-14)"):
+        # the title without that suffix names it too, when it names only one.
+        bare = [i for i, n in enumerate(sections) if _DATE_SUFFIX.sub("", n.title).casefold() == want]
+        found = exact or bare
+        if len(found) > 1:
+            raise NotFoundError(f"{section!r} names {len(found)} sections of {path.stem}: "
+                                + ", ".join(repr(sections[i].title) for i in found) + " — give the whole title")
+        if not found:
+            raise NotFoundError(f"no section {section!r} in {path.stem} — `memvault toc {path.stem}` lists them")
+        i = found[0]
+        n = sections[i]
+        start = (n.line or 1) - 1
+        depth = n.path.count("/")
+        end = next(((m.line or 1) - 1 for m in sections[i + 1:] if m.path.count("/") <= depth), len(lines))
+        return {"article": Vault.title_of(path), "section": n.title, "path": n.path,
+                "text": "\n".join(lines[start:end]).strip() + "\n"}
 
     def article_links(self, name: str) -> dict[str, Any]:
         path = self._article(name)

@@ -51,6 +51,18 @@ def test_articles_of_a_new_home_say_how_to_get_some(home: Path) -> None:
     assert json.loads(invoke("--home", str(home), "articles", "--json").output) == []
 
 
+def test_links_of_an_unlinked_article_say_none(home: Path) -> None:
+    from stores.vault import Vault
+
+    vault = Vault(home)
+    vault.articles_dir.mkdir(parents=True, exist_ok=True)
+    (vault.articles_dir / "Alone.md").write_text("# Alone\n\nNo links here.\n", encoding="utf-8")
+    result = invoke("--home", str(home), "links", "Alone")
+    assert result.exit_code == 0 and result.output.splitlines() == ["out: (none)", "in: (none)"]
+    assert json.loads(invoke("--home", str(home), "links", "Alone", "--json").output) == {
+        "article": "Alone", "out": [], "in": []}
+
+
 def test_init_json_and_idempotence(tmp_path: Path) -> None:
     first = json.loads(invoke("--home", str(tmp_path / "h"), "init", "--json").output)
     assert "Meta/Buckets.md" in first["created"] and first["committed"]
