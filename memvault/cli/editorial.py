@@ -97,10 +97,11 @@ def forget(
                         + (f" and {plan.talk}" if plan.talk else "") + ")? It stays in git history.")
         else:
             cplan = core.plan_conversation(settings, conversation)
-            where = ", ".join(f"{s} ({n})" for s, n in sorted(cplan.articles.items())) or "no article"
-            question = (f"Forget conversation conv:{cplan.id[:12]} ({cplan.source}, {cplan.title or 'untitled'})? "
-                        f"Its messages, chunks and index nodes are deleted, and its citations and the prose only it "
-                        f"supports removed from: {where}.")
+            where = ", ".join(f"{s} ({n})" for s, n in sorted(cplan.articles.items()))
+            question = (f"Forget conversation conv:{cplan.short} ({cplan.source}, {cplan.title or 'untitled'})? "
+                        f"Its messages, chunks and index nodes are deleted"
+                        + (f", and its citations and the prose only it supports removed from: {where}." if where
+                           else "; no article cites it."))
         if not yes and not typer.confirm(question, err=True):
             raise typer.Exit(1)
         if title is not None:
@@ -111,7 +112,7 @@ def forget(
         else:
             result = core.forget_conversation(settings, conversation)
             data = result.__dict__
-            text = (f"forgot conv:{result.id[:12]}: {sum(result.ledger_rows.values())} ledger row(s), "
+            text = (f"forgot conv:{cplan.short}: {sum(result.ledger_rows.values())} ledger row(s), "
                     f"{result.nodes_deleted} index node(s), citations removed from {len(result.articles)} "
                     f"article(s), {result.sentences_removed} sentence(s) and {result.sections_removed} section(s) "
                     f"it alone supported removed"

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memvault.ids import conv_ref
+from memvault.ids import MIN_PREFIX, conv_ref, short_ids
 from memvault.markdown.gate import new_problems
 from memvault.markdown.names import article_title
 from memvault.markdown.talk import talk_note
@@ -119,6 +119,7 @@ class ConversationPlan:
     id: str
     title: str | None
     source: str | None
+    short: str = ""  # the shortest unique prefix, as citations and `conversations` show it
     articles: dict[str, int] = field(default_factory=dict)  # stem → footnote definitions citing it
 
 
@@ -136,8 +137,6 @@ class ConversationForgotten:
 
 def resolve_conversation(ledger: Ledger, ref: str, include_forgotten: bool = True) -> str:
     """The full id a reference names; ambiguous prefixes are refused with the candidates."""
-    from memvault.ids import short_ids
-
     key = conversation_key(ref)
     hits = ledger.conversation_ids_with_prefix(key, include_forgotten=include_forgotten)
     if not hits:
@@ -223,7 +222,10 @@ def plan_conversation(settings: Settings, ref: str) -> ConversationPlan:
         # The read-only ledger may predate the tombstone table; forgotten ids are matched later.
         cid = resolve_conversation(ledger, ref, include_forgotten=False)
         info = ledger.conversation(cid)
-    plan = ConversationPlan(id=cid, title=info.title if info else None, source=info.source if info else None)
+        # Ids that share the first MIN_PREFIX digits are the only ones a longer prefix must tell apart.
+        short = short_ids(ledger.conversation_ids_with_prefix(cid[:MIN_PREFIX]))[cid]
+    plan = ConversationPlan(id=cid, title=info.title if info else None, source=info.source if info else None,
+                            short=short)
     for stem, (_, text) in Vault(settings.home).read_articles().items():
         _, n, _ = strip_citations(text, cid)
         if n:

@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from memvault.cli import app
 from memvault.models import Conversation
 from memvault.ops.forget import strip_citations
 from memvault.markdown.footnotes import check_bijection, citations
@@ -141,6 +143,11 @@ def test_forget_conversation_prefixes_and_misuse(home: Path) -> None:
     assert cli("--home", str(home), "forget", "X", "--conversation", f"conv:{a[:5]}", "--yes").exit_code == 2
     declined = cli("--home", str(home), "forget", "--conversation", a[:5])  # no --yes, no answer
     assert declined.exit_code == 1
+    # The question names it as citations do (the shortest unique prefix, 8 hex here), and says
+    # when no article cites it rather than "removed from: no article".
+    asked = CliRunner().invoke(app, ["--home", str(home), "forget", "--conversation", a[:5]], input="n\n")
+    assert asked.exit_code == 1 and f"Forget conversation conv:{a[:8]} (pi, {first.title})?" in asked.output
+    assert "no article cites it" in asked.output and f"conv:{a[:9]}" not in asked.output
     ok = cli("--home", str(home), "forget", "--conversation", a[:5], "--yes", "--json")
     assert ok.exit_code == 0 and json.loads(ok.output)["id"] == a
     # Running it again finishes nothing left to do, and still finds the id by its tombstone.
@@ -152,10 +159,6 @@ def test_forget_article_asks_first_and_unknown_names_fail(home: Path) -> None:
     Vault(home).record(["articles/Hand_Written.md"])
     Vault(home).commit("hand edit")
     assert cli("--home", str(home), "forget", "Nope", "--yes").exit_code == 1
-    from typer.testing import CliRunner
-
-    from memvault.cli import app
-
     declined = CliRunner().invoke(app, ["--home", str(home), "forget", "hand written"], input="n\n")
     assert declined.exit_code == 1 and (home / "articles" / "Hand_Written.md").exists()
     accepted = CliRunner().invoke(app, ["--home", str(home), "forget", "hand written"], input="y\n")
