@@ -132,8 +132,10 @@ def _run(shared: SharedService, fn: Callable[[MemoryService], Any], writes: bool
 
 def build_server(shared: SharedService) -> MCPServer:
     """The MCP server with memvault's read-only tools and the article-list resource."""
+    # WARNING, not the SDK's INFO: its root logger printed every request, and every anticipated
+    # ToolError (no such article) as a multi-line block, into the client's server log.
     server = MCPServer(name="memvault", title="memvault — the user's memory", instructions=INSTRUCTIONS,
-                       version=__version__)
+                       version=__version__, log_level="WARNING")
 
     def tool(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         return server.tool(description=description, annotations=READ_ONLY)

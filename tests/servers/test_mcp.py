@@ -58,14 +58,25 @@ async def conversation(session: ClientSession) -> dict:
 
 
 @pytest.fixture(scope="module")
-def session_results(doors_home) -> dict:
+def session_results(doors_home, tmp_path_factory) -> dict:
+    errlog = tmp_path_factory.mktemp("mcp") / "stderr.log"
+
     async def run() -> dict:
         params = StdioServerParameters(command=MEMVAULT, args=["--home", str(doors_home), "mcp"], env=child_env())
-        with anyio.fail_after(240):  # bounded: the model loads on the first query; the process is closed on exit
-            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        with anyio.fail_after(240), errlog.open("w") as err:  # bounded: the model loads on the first query
+            async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
                 return await conversation(session)
 
-    return anyio.run(run)
+    out = anyio.run(run)
+    out["stderr"] = errlog.read_text(encoding="utf-8", errors="replace")
+    return out
+
+
+def test_the_server_log_holds_no_request_chatter(session_results) -> None:
+    # The client keeps the server's stderr as its log: an anticipated tool error (no such
+    # article) and each request are the agent's business, not lines of the SDK's INFO log.
+    log = session_results["stderr"]
+    assert "No Such Article" not in log and "Processing request" not in log, log[:2000]
 
 
 def test_tools_have_descriptions_that_say_when_to_use_memory(session_results) -> None:
