@@ -19,7 +19,8 @@ one thread per core, texts sorted by length), ``fp32-unsorted`` (no length sorti
 transformer optimiser: fused attention, skip-LayerNorm, bias-GELU), ``int8`` / ``fused-int8``
 (dynamic int8 quantisation of the MatMul weights, per channel, of either graph), ``static``
 (`memvault.static_embed`: the model2vec-style table distilled from the same weights — another
-model, so its "cosine to fp32" is not computed: its vectors live in another space).
+model, so its "cosine to fp32" is not computed: its vectors live in another space),
+``static-table`` (the same embedder on the table given with ``--static-table``).
 Derived graphs are written under ``--keep`` (default a temporary folder) and reused.
 """
 
@@ -44,7 +45,9 @@ from recall_quality import sessions, turn_text  # noqa: E402
 from tasks.index import rows_for  # noqa: E402
 
 CORES = os.cpu_count() or 1
-ALL_VARIANTS = ("fp32", "fp32-unsorted", "fp32-1thread", "fp32-b16", "fp32-b256", "fused", "int8", "fused-int8", "static")
+ALL_VARIANTS = ("fp32", "fp32-unsorted", "fp32-1thread", "fp32-b16", "fp32-b256", "fused", "int8", "fused-int8", "static",
+                "static-table")
+STATIC_TABLE: Path | None = None  # --static-table: the table of the static-table variant
 
 
 def index_texts(data: Path, limit: int) -> list[str]:
@@ -105,10 +108,14 @@ def make_embedder(variant: str, keep: Path) -> Embedder:
         return Embedder(model_file=fused_graph(base, keep / "fused.onnx"))
     if variant == "int8":
         return Embedder(model_file=int8_graph(base, keep / "int8.onnx"))
-    if variant == "static":
+    if variant in ("static", "static-table"):
         from memvault.static_embed import StaticEmbedder
 
-        e = StaticEmbedder()
+        if variant == "static-table" and STATIC_TABLE is None:
+            raise SystemExit("the static-table variant needs --static-table FILE (bench/static_variants.py writes them)")
+        e = StaticEmbedder(table_file=STATIC_TABLE if variant == "static-table" else None)
+        if variant == "static-table":
+            e.dim = int(np.load(STATIC_TABLE, mmap_mode="r").shape[1])
         e.embed(["distil the table now, if it is missing, not inside the timed pass"])
         return e
     if variant == "fused-int8":
@@ -137,8 +144,13 @@ def main() -> None:
     ap.add_argument("--texts", type=int, default=2000, help="texts embedded per variant")
     ap.add_argument("--variants", default="fp32,fp32-unsorted,fp32-1thread,fused,int8,fused-int8")
     ap.add_argument("--keep", type=Path, default=None, help="folder for derived graphs (default: temporary)")
+    ap.add_argument("--static-table", type=Path, default=None,
+                    help="the table of the static-table variant (a variant of bench/static_variants.py; one fitted into "
+                         "MiniLM's space has 384 columns, and then a cosine to fp32)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    global STATIC_TABLE
+    STATIC_TABLE = args.static_table
     texts = index_texts(args.data, args.texts)
     with tempfile.TemporaryDirectory(prefix="mv-emb-") as tmp:
         keep = args.keep or Path(tmp)
@@ -146,7 +158,7 @@ def main() -> None:
         reference: np.ndarray | None = None
         results: dict[str, dict[str, Any]] = {}
         for variant in args.variants.split(","):
-            rate, cpu_rate, vecs = measure(make_embedder(variant, keep), texts, 20 if variant == "static" else 1)
+            rate, cpu_rate, vecs = measure(make_embedder(variant, keep), texts, 20 if variant.startswith("static") else 1)
             if vecs.shape[1] == DIM:
                 if reference is None:
                     reference = vecs if variant == "fp32" else Embedder().embed(texts)
@@ -155,7 +167,7 @@ def main() -> None:
                 cos = None  # another model's vectors (another dimension): no cosine to the product's
             # Idle 2-core bound: the CPU rate times the threads a variant runs (1 or 2; the
             # static embedder tokenises and sums on one thread).
-            idle = cpu_rate * (1 if variant in ("fp32-1thread", "static") else CORES)
+            idle = cpu_rate * (1 if variant in ("fp32-1thread", "static", "static-table") else CORES)
             results[variant] = {"texts_per_s": round(rate, 1), "texts_per_cpu_s": round(cpu_rate, 1),
                                 "idle_texts_per_s": round(idle, 1), "idle_hours_per_1M": round(1e6 / idle / 3600, 3),
                                 "cos_min": None if cos is None else round(float(cos.min()), 5),

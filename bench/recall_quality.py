@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from memvault.embeddings import MODEL_DIMS, MODEL_NAME, Embedder, embedder_for  # noqa: E402
+from memvault.embeddings import MODEL_DIMS, MODEL_NAME, STATIC_NAME, Embedder, embedder_for  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
 from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates  # noqa: E402
 from memvault.ops.memory import MemoryService  # noqa: E402
@@ -346,7 +346,8 @@ def load_cases(args: argparse.Namespace, data: list[dict[str, Any]], overrides: 
     """Every conversation's cases: from ``--cases`` when it holds this data and these settings,
     else captured through the index (and written to ``--cases``)."""
     key = {"data": hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest(), "overrides": overrides,
-           "model_file": str(args.model_file or "")}
+           "model_file": str(args.model_file or ""),
+           **({"static_table": str(args.static_table)} if args.static_table else {})}
     if args.cases and args.cases.is_file():
         stored = pickle.loads(args.cases.read_bytes())
         if stored["key"] == key:
@@ -382,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="embed with this ONNX graph instead of the product's export (a variant from bench/embedding.py --keep)")
     ap.add_argument("--embedder", choices=sorted(MODEL_DIMS), default=MODEL_NAME,
                     help="the embeddings.model to index and query with (keep a --cache file per embedder)")
+    ap.add_argument("--static-table", type=Path, default=None,
+                    help="with --embedder all-MiniLM-L6-v2-static: embed with this table (a variant written by "
+                         "bench/static_variants.py) instead of the distilled one; its columns set the index dimension")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                     help="override a setting for the whole run, e.g. --set recall.top_k=80")
     ap.add_argument("--sweep", default=None, metavar="WEIGHT=V1,V2,...",
@@ -398,11 +402,20 @@ def main(argv: list[str] | None = None) -> int:
         key, _, value = item.partition("=")
         section, _, field = key.partition(".")
         overrides.setdefault(section, {})[field] = json.loads(value) if value[:1] in "-0123456789[{tf" else value
-    inner = None
+    inner: Embedder | None = None
+    if args.static_table:
+        from memvault.static_embed import StaticEmbedder
+
+        if args.embedder != STATIC_NAME:
+            ap.error("--static-table needs --embedder " + STATIC_NAME)
+        inner = StaticEmbedder(table_file=args.static_table)
+        # A variant may keep another number of columns: the index of this run takes its width.
+        inner.dim = MODEL_DIMS[STATIC_NAME] = int(np.load(args.static_table, mmap_mode="r").shape[1])
     if args.embedder != MODEL_NAME:
         overrides.setdefault("embeddings", {})["model"] = args.embedder
-        with tempfile.TemporaryDirectory(prefix="mv-rq-") as tmp:
-            inner = embedder_for(load_settings(Path(tmp), **overrides))
+        if inner is None:
+            with tempfile.TemporaryDirectory(prefix="mv-rq-") as tmp:
+                inner = embedder_for(load_settings(Path(tmp), **overrides))
     data = json.loads(args.data.read_text(encoding="utf-8"))
     data = data[: args.limit_conversations] if args.limit_conversations else data
     embedder = CachedEmbedder(args.cache, args.model_file, inner)
