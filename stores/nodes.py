@@ -290,7 +290,9 @@ class NodeIndex(NodeWrites):
 
         async def search(part: np.ndarray) -> pa.Table:
             q = table.query().nearest_to(list(part) if len(part) > 1 else part[0]).distance_type("cosine")
-            result = await q.nprobes(nprobes).select(["id", "pending"]).with_row_id().limit(k).to_arrow()
+            # `_distance` named although unused: a vector search whose columns leave it out makes
+            # lance print a deprecation warning on stderr (once per search, in `memvault run`).
+            result = await q.nprobes(nprobes).select(["id", "pending", "_distance"]).with_row_id().limit(k).to_arrow()
             if "query_index" not in result.column_names:  # one query vector: no index column
                 result = result.append_column("query_index", pa.array([0] * result.num_rows, pa.int32()))
             return result

@@ -62,6 +62,26 @@ def test_nearest_many_below_the_ann_threshold_is_exact_and_skips_pending_nodes(t
     assert nodes.nearest_many(queries, 0) == [{}, {}, {}]
 
 
+def test_searches_print_no_lance_deprecation_warning(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    # lance logs on the process's stderr (fd 2) when a vector search's columns leave out
+    # `_distance`; the index stage's searches and recall's must not (a user sees it in `memvault run`)
+    rng = np.random.default_rng(6)
+    nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
+    rows = synthetic_rows(300, rng)
+    nodes.append(rows)
+    queries = np.asarray([r["vector"] for r in rows[:3]], dtype=np.float32)
+    for ann in (False, True):
+        if ann:
+            nodes.ensure_indexes(ann_threshold=300)
+        capfd.readouterr()
+        assert len(nodes.nearest_many(queries, 3)) == 3 and nodes.nearest_many(queries[:1], 3)[0]
+        vector_hits, text_hits = nodes.recall_search(queries[0], "note 3", 3)
+        assert vector_hits and text_hits
+        assert nodes.rows_of(["n1", "n2"])
+        err = capfd.readouterr().err
+        assert "Deprecation" not in err and "WARN" not in err, err
+
+
 def test_an_index_built_by_an_older_memvault_is_refused_with_the_fix(tmp_path: Path) -> None:
     import lancedb
     import pyarrow as pa
