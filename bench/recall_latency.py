@@ -9,7 +9,7 @@ real ``NodeIndex`` (``upsert``, ``ensure_indexes``, which adds the ANN index pas
 
 - ``p50_ms``/``p95_ms``: ``MemoryService.recall`` (vector ∪ full-text candidates, scoring,
   propagation, budgets, block) with a stub embedder that returns a prepared query vector,
-  so query embedding is excluded;
+  so query embedding is excluded, in a service prewarmed as a server's is (``prewarm_s``);
 - ``overlap``: top-10 of the vector half of ``NodeIndex.recall_search`` (ANN when built) against exact cosine
   top-10 computed in numpy;
 - ``write_ms_per_node``: one incremental index-stage write of a fixed batch of new nodes
@@ -246,6 +246,9 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
             overlap.append(len(got & exact) / 10)
 
         service = MemoryService(settings, stub)  # type: ignore[arg-type]
+        t0 = time.perf_counter()
+        service.prewarm()  # as the servers do when they start (memvault.servers.open_service)
+        prewarm_s = time.perf_counter() - t0
         for text in qtexts[:5]:
             service.recall(text)  # warm caches
         times, cpu_times = [], []
@@ -273,6 +276,7 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
             "write_ms_per_node": round(write_s * 1000 / len(new_rows), 3),
             "write_cpu_ms_per_node": round(write_cpu_s * 1000 / len(new_rows), 3),
             "build_s": round(build_s, 1),
+            "prewarm_s": round(prewarm_s, 2),
             "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "nodes": nodes.count(),
             "ann": nodes.has_ann(),

@@ -255,6 +255,21 @@ class NodeIndex(NodeWrites):
             self._reader = _run(open_nodes())
         return self._reader
 
+    def prewarm(self) -> list[str]:
+        """Load the search indexes (full text, BTree, ANN) into LanceDB's cache now, not piece
+        by piece as queries touch them; returns their names. For a long-lived process (the
+        servers): at 1M nodes it costs ~0.6 s of CPU and ~250 MB once, and a recall's first
+        touch of IVF partitions and posting lists — ~4 ms of a cold 1M recall — is gone."""
+        table = self._table()
+        names = [i.name for i in self.nodes.list_indices()]
+
+        async def load() -> None:
+            for name in names:
+                await table.prewarm_index(name)
+
+        _run(load())
+        return names
+
     @staticmethod
     async def _fts(table: AsyncTable, query: str, k: int, columns: list[str],
                    where: str | None = None) -> list[dict[str, Any]]:

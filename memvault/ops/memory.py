@@ -69,6 +69,14 @@ class MemoryService:
             self._nodes = NodeIndex.open_existing(self.settings)
         return self._nodes
 
+    def prewarm(self) -> list[str]:
+        """Load the node index's search indexes into memory (``NodeIndex.prewarm``) — for a
+        process that answers many recalls; a one-shot recall would only pay for it. Returns
+        the indexes loaded (none when there is no index yet)."""
+        from stores.nodes import NodeIndex
+
+        return self.nodes.prewarm() if NodeIndex.exists(self.settings) else []
+
     def weights(self, cwd: str | None = None) -> ScoringWeights:
         # Every `[recall]` setting that names a scoring weight (the rest keep seed 000's values);
         # the project prior only when the recall is made from somewhere (a hook's or CLI's cwd).

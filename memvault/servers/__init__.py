@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from memvault.errors import IndexMismatchError
 from memvault.ops.home import require_home
 from memvault.ops.memory import MemoryService
 from memvault.settings import load_settings
@@ -62,7 +63,18 @@ def open_service(home: str | Path | None) -> SharedService:
     """The service for a memory home; fails at once (not on the first query) if there is none."""
     settings = load_settings(home)
     require_home(settings.home)
-    return SharedService(MemoryService(settings))
+    shared = SharedService(MemoryService(settings))
+    # A server answers many recalls: its index's search indexes load once, in the background
+    # (a first query waits for them at most; an index that cannot be read fails that query).
+    threading.Thread(target=_prewarm, args=(shared,), name="memvault-prewarm", daemon=True).start()
+    return shared
+
+
+def _prewarm(shared: SharedService) -> None:
+    try:
+        shared.call(lambda s: s.prewarm())
+    except (IndexMismatchError, ValueError, RuntimeError, OSError):
+        pass  # a hint only: the first query reports what is wrong
 
 
 def wrap_for_agent(tool: str, payload: Any) -> str:

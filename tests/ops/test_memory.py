@@ -129,3 +129,14 @@ def test_a_one_shot_embedder_embeds_before_the_index_search(service: MemoryServi
     cold = MemoryService(service.settings, _OneShot(embedder, calls)).recall("What did Ann name her dog?")["hits"]
     assert calls == ["embed", "search (vector ready)"]
     assert [h["id"] for h in cold] == [h["id"] for h in warm]
+
+
+def test_prewarm_loads_the_index_a_server_will_search_and_recall_is_unchanged(service: MemoryService,
+                                                                              home: Path, embedder) -> None:
+    before = service.recall("What did Ann name her dog?")["hits"]
+    assert {"text_idx", "fts_text_idx"} <= set(service.prewarm())
+    after = service.recall("What did Ann name her dog?")["hits"]
+    assert [h["id"] for h in after] == [h["id"] for h in before]
+    # a home before its first run has no index: nothing to load, nothing created
+    empty = load_settings(home / "fresh")
+    assert MemoryService(empty, embedder).prewarm() == [] and not NodeIndex.exists(empty)

@@ -82,6 +82,25 @@ def test_searches_print_no_lance_deprecation_warning(tmp_path: Path, capfd: pyte
         assert "Deprecation" not in err and "WARN" not in err, err
 
 
+def test_prewarm_loads_every_search_index_and_searches_answer_the_same(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
+    assert nodes.prewarm() == []  # no index yet: nothing to load
+    rows = synthetic_rows(300, rng)
+    nodes.append(rows)
+    nodes.ensure_indexes(ann_threshold=300)
+    query = np.asarray(rows[5]["vector"], dtype=np.float32)
+
+    def ids() -> tuple[list[str], list[str]]:
+        vector_hits, text_hits = nodes.recall_search(query, "note 7", 10)
+        return [r["id"] for r in vector_hits], [r["id"] for r in text_hits]
+
+    before = ids()
+    assert sorted(nodes.prewarm()) == sorted(i.name for i in nodes.nodes.list_indices())
+    assert {"vector_idx", "text_idx", "fts_text_idx"} <= set(nodes.prewarm())
+    assert ids() == before and before[0][0] == "n5" and before[1][0] == "n7"
+
+
 def test_an_index_built_by_an_older_memvault_is_refused_with_the_fix(tmp_path: Path) -> None:
     import lancedb
     import pyarrow as pa
