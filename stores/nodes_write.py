@@ -29,6 +29,10 @@ def _optimize(table: Table, older_than: timedelta, **kwargs: Any) -> None:
     table.optimize(cleanup_older_than=older_than, **kwargs)
 
 
+# The ANN index is trained again once the table holds this many times the rows it was trained on.
+ANN_REGROW = 4
+
+
 def arrow_rows(rows: list[dict[str, Any]], schema: pa.Schema, dim: int) -> pa.Table:
     """``rows`` as an Arrow table of ``schema``; the vectors (lists or numpy rows, None for a
     node without one) go into the fixed-size list column as one float32 block, not one
@@ -62,6 +66,7 @@ class NodeWrites:
     """Every write to the nodes table (and the ``cold`` table), as :class:`NodeIndex` methods."""
 
     nodes: Table
+    meta: Table
     db: DBConnection
     dim: int
 
@@ -152,21 +157,43 @@ class NodeWrites:
                 self.nodes.create_index(column, config=BTree(), replace=True)
                 done.append(column)
         rows = self.nodes.count_rows()
-        if ("vector",) not in have and rows >= max(ann_threshold, 256):
+        ann = have.get(("vector",))
+        if ann is None and rows >= max(ann_threshold, 256):
             self.create_ann(rows)
             done.append("ann")
-        elif any((i.num_unindexed_rows or 0) > fold_fraction * max(i.num_indexed_rows or 0, 1) for i in have.values()):
+        elif ann is not None and rows >= ANN_REGROW * self._ann_trained_rows(ann.num_indexed_rows or rows):
+            # Folding keeps the partitions the index was trained with: grown 4×, they hold
+            # 4× the rows each (a probe scans 4× the codes), so it is trained again at √N.
+            self.create_ann(rows)
+            done.append("ann")
+        stale = [i for c, i in have.items() if not (c == ("vector",) and "ann" in done)]
+        if any((i.num_unindexed_rows or 0) > fold_fraction * max(i.num_indexed_rows or 0, 1) for i in stale):
             self.nodes.optimize()  # folds new rows into every index; old versions kept (7-day default)
             done.append("fold")
         return done
 
     def create_ann(self, rows: int | None = None) -> None:
-        """IVF-PQ over the vectors (cosine): ~√N partitions, 8 dimensions per PQ code."""
+        """IVF-PQ over the vectors (cosine): ~√N partitions, 8 dimensions per PQ code; the
+        number of rows it was trained on is kept in the meta table (``ann_rows``)."""
         rows = rows or self.nodes.count_rows()
         partitions = max(1, min(4096, int(rows ** 0.5)))
         sub_vectors = self.dim // 8 if self.dim % 8 == 0 else 1
         self.nodes.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=partitions,
                                                         num_sub_vectors=sub_vectors), replace=True)
+        self._set_ann_rows(rows)
+
+    def _ann_trained_rows(self, indexed: int) -> int:
+        """The rows the ANN index was trained on; an index older than that record counts from
+        the rows it indexes now (recorded, so that its growth counts from here)."""
+        found = self.meta.search().where("key = 'ann_rows'").limit(1).to_list()
+        if found:
+            return int(found[0]["value"])
+        self._set_ann_rows(indexed)
+        return indexed
+
+    def _set_ann_rows(self, rows: int) -> None:
+        (self.meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
+         .execute([{"key": "ann_rows", "value": str(rows)}]))
 
     def has_ann(self) -> bool:
         """Whether the vectors have an ANN index (below ``index.ann_threshold`` search is exact)."""

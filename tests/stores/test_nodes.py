@@ -46,6 +46,29 @@ def test_ann_index_is_built_past_the_threshold_and_kept_incremental(tmp_path: Pa
     assert nodes.has_ann()
 
 
+def test_the_ann_index_is_trained_again_once_the_table_grew_fourfold(tmp_path: Path) -> None:
+    # Folding new rows keeps the partitions trained at the threshold; a home that grows from
+    # there to a million nodes must not keep √threshold partitions of ever more rows each.
+    rng = np.random.default_rng(5)
+    nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
+    nodes.upsert(synthetic_rows(300, rng))
+    assert "ann" in nodes.ensure_indexes(ann_threshold=300)
+
+    def trained() -> int:
+        return int(nodes.meta.search().where("key = 'ann_rows'").limit(1).to_list()[0]["value"])
+
+    assert trained() == 300
+    nodes.upsert(synthetic_rows(600, rng, start=300))  # 900 rows: folded, not retrained
+    assert nodes.ensure_indexes(ann_threshold=300) == ["fold"] and trained() == 300
+    nodes.upsert(synthetic_rows(300, rng, start=900))  # 1,200 = 4 × 300
+    assert nodes.ensure_indexes(ann_threshold=300) == ["ann", "fold"] and trained() == 1200  # full text folded too
+    target = np.asarray(nodes.get(["n1100"], with_vectors=True)[0]["vector"], dtype=np.float32)
+    assert nodes.recall_search(target, "", 5)[0][0]["id"] == "n1100"
+    # An index from before the record counts its growth from the rows it indexes when first seen.
+    nodes.meta.delete("key = 'ann_rows'")
+    assert nodes.ensure_indexes(ann_threshold=300) == [] and trained() == 1200
+
+
 def test_nearest_many_below_the_ann_threshold_is_exact_and_skips_pending_nodes(tmp_path: Path) -> None:
     rng = np.random.default_rng(4)
     nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
