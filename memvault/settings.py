@@ -137,7 +137,7 @@ class IndexSettings(Section):
     max_similar: int = Field(default=3, ge=0, description="Similar edges per new node")
     recent_candidates: int = Field(default=120, ge=0, description="Most recent nodes considered for edges")
     fts_candidates: int = Field(default=20, ge=0, description="Nearest nodes by vector considered for each new node's edges")
-    ann_threshold: int = Field(default=50_000, ge=1, description="Build an ANN index past this many nodes")
+    ann_threshold: int = Field(default=5_000, ge=1, description="Build an ANN index past this many nodes")
     ann_nprobes: int = Field(default=20, ge=1, description="IVF partitions searched per query once the ANN index exists")
     ann_refine_factor: int = Field(
         default=5, ge=1, description="ANN candidates re-ranked at full precision, as a multiple of the candidates asked"
