@@ -1,25 +1,40 @@
 """The access side log: recall appends the ids it returned; the index stage folds the counts in.
 
 A query never writes the node index (that would make a LanceDB version per query) and never
-touches the ledger. Appenders and the folder coordinate with ``flock``, so no append is lost:
+touches the ledger. Appenders and the folder coordinate with ``flock`` on a lock file beside
+the log (``access.log.lock``), so no append is lost and none waits long:
 
-- an appender opens the log, takes a shared lock, and checks that the file it holds is
-  still the one at the path (the folder may have renamed it meanwhile); if not, it retries
-  on the new file;
-- the folder renames the log aside, takes an exclusive lock on the renamed file (waiting
-  for appends in flight), then reads and applies it, and deletes it only after the counts
-  are applied. A fold that crashed leaves the renamed file, which the next fold takes first.
+- an appender holds the lock shared while it opens the log and writes its line;
+- the folder holds it exclusively only while it renames the log aside, so every append to
+  the renamed file has finished and none can start on it; it then reads and applies the
+  renamed file, and deletes it only after the counts are applied. A fold that crashed
+  leaves the renamed file, which the next fold takes first.
+
+(Before, an appender checked after its lock that the file it held was still the log and
+tried again if not; five tries could all lose to a tight loop of folds.)
 """
 
 import fcntl
 import json
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ACCESS_LOG = "access.log"
 FOLDING_SUFFIX = ".folding"
+LOCK_SUFFIX = ".lock"
+
+
+@contextmanager
+def _log_lock(path: Path, mode: int) -> Iterator[None]:
+    fd = os.open(path.with_name(path.name + LOCK_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, mode)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def append_access(path: Path, ids: list[str]) -> None:
@@ -27,22 +42,12 @@ def append_access(path: Path, ids: list[str]) -> None:
     if not ids:
         return
     line = (json.dumps({"ids": ids}) + "\n").encode()
-    for _ in range(5):
+    with _log_lock(path, fcntl.LOCK_SH):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            try:
-                current = os.stat(path)
-            except FileNotFoundError:
-                continue  # renamed away between open and lock: write to a fresh log
-            held = os.fstat(fd)
-            if (held.st_ino, held.st_dev) != (current.st_ino, current.st_dev):
-                continue
             os.write(fd, line)
-            return
         finally:
             os.close(fd)
-    raise OSError(f"could not append to {path}: it keeps being replaced — is a fold looping?")
 
 
 def read_counts(path: Path) -> tuple[Counter[str], int]:
@@ -70,16 +75,12 @@ def fold_access(path: Path, apply: Callable[[dict[str, int]], None]) -> dict[str
     """
     folding = path.with_name(path.name + FOLDING_SUFFIX)
     if not folding.exists():
-        try:
-            os.replace(path, folding)
-        except FileNotFoundError:
-            return {"nodes": 0, "accesses": 0, "malformed": 0}
-    fd = os.open(folding, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # appends that opened the old file finish first
-        counts, bad = read_counts(folding)
-    finally:
-        os.close(fd)
+        with _log_lock(path, fcntl.LOCK_EX):  # appends in flight finish first; new ones wait
+            try:
+                os.replace(path, folding)
+            except FileNotFoundError:
+                return {"nodes": 0, "accesses": 0, "malformed": 0}
+    counts, bad = read_counts(folding)
     if counts:
         apply(dict(counts))
     folding.unlink()
