@@ -1,11 +1,10 @@
 """Commands of the memory home: `init` and `status`."""
 
 import typer
+from rich.markup import escape
 
 from memvault.cli.app import app
 from memvault.cli.context import settings_of
-from rich.markup import escape
-
 from memvault.cli.output import console, render, reporting
 from memvault.cli.params import JsonFlag
 

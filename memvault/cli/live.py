@@ -10,12 +10,11 @@ simple as a hook's (``memvault.cli.live_fast``).
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from memvault.cli.app import app
 from memvault.cli.context import home_settings
 from memvault.cli.live_fast import run_capture, run_prompt_recall
-from rich.markup import escape
-
 from memvault.cli.output import console, err_console, render, reporting
 from memvault.cli.params import JsonFlag
 

@@ -5,11 +5,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from memvault.cli.app import app
 from memvault.cli.context import home_settings, settings_of
-from rich.markup import escape
-
 from memvault.cli.output import console, render, reporting
 from memvault.cli.params import AtOpt, DryRunFlag, JsonFlag, PlatformOpt, UnitDirOpt
 

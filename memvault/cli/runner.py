@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from memvault.cli.output import console
+from memvault.cli.output import console, plain
 
 
 def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | None = None,
@@ -103,7 +103,7 @@ def print_report(report: dict[str, Any]) -> None:
         if report[key]:
             console.print(f"  {key.replace('_', ' ')}: {', '.join(report[key])}")
     for r in report["articles_rejected"]:
-        console.print(f"  rejected {r['article']}: {'; '.join(r['reasons'])}", highlight=False, markup=False)
+        plain(f"  rejected {r['article']}: {'; '.join(r['reasons'])}")
     left = report.get("backlog")
     if left and (left.get("conversations_left") or left.get("chunks_unassigned") or left.get("chunks_pending")):
         runs = left.get("estimated_runs_to_finish")

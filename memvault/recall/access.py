@@ -9,9 +9,6 @@ the log (``access.log.lock``), so no append is lost and none waits long:
   the renamed file has finished and none can start on it; it then reads and applies the
   renamed file, and deletes it only after the counts are applied. A fold that crashed
   leaves the renamed file, which the next fold takes first.
-
-(Before, an appender checked after its lock that the file it held was still the log and
-tried again if not; five tries could all lose to a tight loop of folds.)
 """
 
 import fcntl
