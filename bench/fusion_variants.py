@@ -100,4 +100,42 @@ def fusion_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeig
     on_fifth("question reply at top_k 40", {
         f"statement {x:g}, question {q:g}": {"reply_statement_damping": x, "reply_damping": q}
         for x in (0.0, 0.5) for q in (0.9, 1.0)})
+    families.update(per_embedder_variants(defaults))
+    return families
+
+
+# The product's defaults (chosen with MiniLM), written out so that the per-embedder families
+# stay the same whatever defaults the run's embedder has.
+PRODUCT = {"w_cos": 0.35, "w_lex": 0.40, "w_rrf": 0.25, "rrf_k": 10, "reply_damping": 1.0,
+           "reply_statement_damping": 0.5, "w_exact": 0.1, "w_date": 0.2, "w_when": 0.15,
+           "neighbour_damping": 0.55, "cos_norm": "raw", "lex_norm": "max", "peak_gain": 0.0,
+           "kin_share": 0.0, "prompt_damping": 0.0}
+# The prefix of every family meant for choosing the fusion again with another embedder
+# (`--variants "per embedder"`): one weight at a time around the product's defaults, at the
+# product's depth. `diversity` is left out: it acts when the recall block is filled
+# (`select`), after the ranking these families are scored on, so it cannot move them.
+PER_EMBEDDER = "per embedder"
+
+
+def per_embedder_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights]]:
+    """Family name → {variant name: weights}: the product's defaults and single changes to them."""
+    product = BenchWeights(**defaults.model_dump(), top_k=ROUNDS_TOP_K).model_copy(update=PRODUCT)
+    families: dict[str, dict[str, ScoringWeights]] = {}
+
+    def family(name: str, changes: dict[str, dict[str, object]]) -> None:
+        full = f"{PER_EMBEDDER}: {name}"
+        # Each family holds the defaults too, so that left one out it may choose no change.
+        members = {"defaults": {}, **changes}
+        families[full] = {f"{full}: {label}": product.model_copy(update=change) for label, change in members.items()}
+
+    family("defaults", {})
+    family("shares", {f"cos {c:.2f} lex {x:.2f} rrf {r:.2f}": {"w_cos": c, "w_lex": x, "w_rrf": r}
+                      for c, x, r in ((0.45, 0.30, 0.25), (0.25, 0.50, 0.25), (0.30, 0.35, 0.35), (0.40, 0.45, 0.15))})
+    family("rrf k", {f"k {k}": {"rrf_k": k} for k in (5, 20, 60)})
+    family("question reply", {f"reply {x:g}": {"reply_damping": x} for x in (0.8, 0.9)})
+    family("statement reply", {f"statement {x:g}": {"reply_statement_damping": x} for x in (0.0, 0.3, 0.7)})
+    family("min-max", {"cosine": {"cos_norm": "minmax"}, "bm25": {"lex_norm": "minmax"},
+                       "both": {"cos_norm": "minmax", "lex_norm": "minmax"}})
+    family("peaked weights", {f"gain {g:g}": {"peak_gain": g} for g in (0.5, 1.0)})
+    family("neighbour lift", {f"neighbour {x:g}": {"neighbour_damping": x} for x in (0.0, 0.3, 0.8)})
     return families
