@@ -138,4 +138,12 @@ def per_embedder_variants(defaults: ScoringWeights) -> dict[str, dict[str, Scori
                        "both": {"cos_norm": "minmax", "lex_norm": "minmax"}})
     family("peaked weights", {f"gain {g:g}": {"peak_gain": g} for g in (0.5, 1.0)})
     family("neighbour lift", {f"neighbour {x:g}": {"neighbour_damping": x} for x in (0.0, 0.3, 0.8)})
+    # A joint grid of what helped one of the embedders alone (the shipped static table: a larger
+    # cosine share, rrf_k 20, the question's reply at 0.9, the neighbour lift at 0.8; MiniLM and
+    # the linear-map table: none), the cosine share taken one step further.
+    shares = {"cos .35 lex .40 rrf .25": (0.35, 0.40, 0.25), "cos .45 lex .30 rrf .25": (0.45, 0.30, 0.25),
+              "cos .55 lex .20 rrf .25": (0.55, 0.20, 0.25), "cos .30 lex .35 rrf .35": (0.30, 0.35, 0.35)}
+    family("joint", {f"{name}, k {k}, reply {q:g}, neighbour {n:g}":
+                     {"w_cos": c, "w_lex": x, "w_rrf": r, "rrf_k": k, "reply_damping": q, "neighbour_damping": n}
+                     for name, (c, x, r) in shares.items() for k in (10, 20) for q in (0.9, 1.0) for n in (0.55, 0.8)})
     return families
