@@ -1,0 +1,27 @@
+"""bench/fusion_variants.py: the per-embedder families start from the product's defaults."""
+
+from bench.fusion_variants import PER_EMBEDDER, PRODUCT, ROUNDS_TOP_K, per_embedder_variants
+from memvault.recall.scoring import ScoringWeights
+from memvault.settings import RecallSettings
+
+
+def test_product_is_the_product_defaults() -> None:
+    weights, recall = ScoringWeights(), RecallSettings()
+    for name, value in PRODUCT.items():
+        assert getattr(weights, name) == value, name
+        if name in RecallSettings.model_fields:
+            assert getattr(recall, name) == value, name
+
+
+def test_every_family_holds_the_defaults_and_moves_only_what_it_names() -> None:
+    # Defaults of another embedder (here: any other weights) must not leak into the families.
+    families = per_embedder_variants(ScoringWeights(w_cos=0.9, reply_damping=0.2))
+    defaults = ScoringWeights().model_dump()
+    assert families and all(name.startswith(PER_EMBEDDER) for name in families)
+    for family, members in families.items():
+        base = members[f"{family}: defaults"]
+        assert base.model_dump(exclude={"top_k"}) == defaults
+        assert all(w.top_k == ROUNDS_TOP_K for w in members.values())
+    shares = families[f"{PER_EMBEDDER}: shares"]
+    moved = {k for w in shares.values() for k, v in w.model_dump(exclude={"top_k"}).items() if v != defaults[k]}
+    assert moved == {"w_cos", "w_lex", "w_rrf"}
