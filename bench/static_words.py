@@ -87,7 +87,8 @@ def share_matrix(texts: list[str], tok: Any, words: list[str], rows: int) -> Any
     """Sparse (texts × rows) matrix of each text's row shares, rows as the embedder picks them."""
     import scipy.sparse as sp
 
-    index, continues, unk = static_embed.word_index(tok, words, tok.get_vocab_size()), static_embed.continuation_mask(tok), tok.token_to_id("[UNK]")
+    index = static_embed.word_index(tok, words, tok.get_vocab_size())
+    continues, unk = static_embed.continuation_mask(tok), tok.token_to_id("[UNK]")
     r, c, v = [], [], []
     for i, e in enumerate(tok.encode_batch(texts, add_special_tokens=False)):
         ids = np.asarray(e.ids, dtype=np.int64)
@@ -105,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chitchat", required=True, type=Path, help="dataset.json of the chitchat-dataset package")
     ap.add_argument("--out", required=True, type=Path, help="folder for the tables, word lists and kept teacher vectors")
     ap.add_argument("--word-list", type=Path, default=None, help="word<TAB>frequency lines (for the wfNk sources)")
-    ap.add_argument("--teacher", type=Path, default=None, help="kept token teacher vectors (bench/static_variants.py's teacher.npy)")
+    ap.add_argument("--teacher", type=Path, default=None,
+                    help="kept token teacher vectors (bench/static_variants.py's teacher.npy)")
     ap.add_argument("--corpus-vectors", type=Path, default=None, help="MiniLM vectors of the corpus texts (for -lin)")
     ap.add_argument("--windows", type=int, default=40_000)
     ap.add_argument("--scheme", choices=("every-third", "one-per-conversation"), default="every-third")
