@@ -19,6 +19,10 @@ tokens' rows summed and the sum L2-normalised: no matrix product per text, so in
 tokenisation and a gather. It is a different model from MiniLM (other vectors, another
 dimension), so an index records it under its own name, ``STATIC_NAME``.
 
+A table given as a file may also hold rows for whole words, listed beside it
+(:func:`words_path`): a word of two or more pieces found in the list then takes its own row
+instead of its pieces' (:func:`text_rows`). The distilled table has no such list.
+
 The table is written once per user, beside the ONNX export (``static_path``), the first time
 it is needed (about a minute of CPU: ~30k three-token passes), saying so on stderr; a missing
 or damaged table is rebuilt the same way. Nothing is downloaded.
