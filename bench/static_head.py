@@ -41,7 +41,7 @@ def head(dim: int) -> Any:
 def fit(args: argparse.Namespace) -> int:
     import torch
 
-    from static_variants import corpus_texts, token_matrix
+    from static_variants import corpus_texts, held_out, token_matrix
 
     torch.manual_seed(0)
     tok = static_embed._tokenizer()
@@ -50,8 +50,7 @@ def fit(args: argparse.Namespace) -> int:
     x = np.asarray(token_matrix(texts, tok.get_vocab_size()) @ table, dtype=np.float32)
     x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-9)
     y = torch.tensor(np.load(args.out / "corpus-every-third-40000-minilm.npy").astype(np.float32))
-    order = np.random.default_rng(1).permutation(len(texts))  # the split of static_variants.py
-    hold, train = torch.tensor(order[: len(texts) // 10]), torch.tensor(order[len(texts) // 10:])
+    hold, train = (torch.tensor(part) for part in held_out(len(texts)))
     xs = torch.tensor(x)
     model = head(x.shape[1])
     opt = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=1e-4)
@@ -80,6 +79,8 @@ def score(weights: Path, rest: list[str]) -> int:
 
     import recall_quality
 
+    if "--static-table" not in rest[:-1]:
+        raise SystemExit("static_head.py score: give the table the head was fitted after (--static-table FILE)")
     model = head(int(np.load(rest[rest.index("--static-table") + 1], mmap_mode="r").shape[1]))
     model.load_state_dict(torch.load(weights))
     model.eval()

@@ -113,6 +113,22 @@ def report(name: str, vecs: np.ndarray, teacher: np.ndarray | None, target: np.n
             f"correlation with MiniLM's {np.corrcoef(cos, ref)[0, 1]:.3f}{to_teacher}")
 
 
+def held_out(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The seeded split of the corpus texts: a tenth held out (fitting choices), the rest to fit on."""
+    order = np.random.default_rng(1).permutation(n)
+    return order[: n // 10], order[n // 10:]
+
+
+def linear_map(means: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ridge regression with intercept of ``target`` (MiniLM's vectors) on ``means`` (the static
+    means of the same texts), the ridge a thousandth of the Gram matrix's mean diagonal:
+    ``(matrix, intercept)``, a row ``r`` mapped as ``r @ matrix + intercept``."""
+    x = np.hstack([means, np.ones((len(means), 1))])
+    gram = x.T @ x
+    w = np.linalg.solve(gram + 1e-3 * np.trace(gram) / len(gram) * np.eye(len(gram)), x.T @ target)
+    return w[:-1], w[-1]
+
+
 def ridge_rows(a: Any, y: np.ndarray, start: np.ndarray, lam: float, iterations: int) -> np.ndarray:
     """argmin ‖A E − Y‖² + lam ‖E − start‖², every column at once (conjugate gradients, torch's
     sparse products on two threads, float64: float32 lost the residual)."""
@@ -161,8 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     tok = static_embed._tokenizer()
     vocab = tok.get_vocab_size()
-    ids = sorted(static_embed.distill_ids(vocab, tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]"),
-                                          {i for t, i in tok.get_vocab().items() if static_embed._SKIP.match(t)}))  # as distill()
+    ids = sorted(static_embed.default_ids(tok))
     kept = args.out / "teacher.npy"
     if not kept.is_file():
         np.save(kept, static_embed.teacher_vectors(ids))
@@ -175,8 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"MiniLM vectors of {len(texts)} corpus texts: {time.process_time() - started:.0f} CPU-s", file=sys.stderr)
     target = np.load(kept).astype(np.float64)
     a = token_matrix(texts, vocab)
-    order = np.random.default_rng(1).permutation(len(texts))
-    hold, train = order[: len(texts) // 10], order[len(texts) // 10:]
+    hold, train = held_out(len(texts))
     data = json.loads(args.chitchat.read_text(encoding="utf-8"))
     counts = np.zeros(vocab)
     for e in tok.encode_batch([u["text"] for c in data.values() for m in c["messages"] for u in m], add_special_tokens=False):
@@ -201,10 +215,8 @@ def main(argv: list[str] | None = None) -> int:
                 if step == "c":
                     out[ids] = src[ids] - means.mean(axis=0)
                 else:
-                    x = np.hstack([means, np.ones((len(train), 1))])
-                    gram = x.T @ x
-                    w = np.linalg.solve(gram + 1e-3 * np.trace(gram) / len(gram) * np.eye(len(gram)), x.T @ target[train])
-                    out[ids] = src[ids] @ w[:-1] + w[-1]
+                    matrix, intercept = linear_map(means, target[train])
+                    out[ids] = src[ids] @ matrix + intercept
                     if step == "tl":
                         best: tuple[float, np.ndarray] | None = None
                         for lam in (float(v) for v in args.lambdas.split(",")):

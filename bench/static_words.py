@@ -45,7 +45,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.static_variants import corpus_texts, report, unit  # noqa: E402
+from bench.static_variants import corpus_texts, held_out, linear_map, report, unit  # noqa: E402
 from memvault import static_embed  # noqa: E402
 
 _NAME = re.compile(r"^(cc|wf(\d+)k)-(rank|freq)((?:-xn)?)((?:-lin)?)$")
@@ -116,8 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     tok = static_embed._tokenizer()
     vocab = tok.get_vocab_size()
-    ids = sorted(static_embed.distill_ids(vocab, tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]"),
-                                          {i for t, i in tok.get_vocab().items() if static_embed._SKIP.match(t)}))
+    ids = sorted(static_embed.default_ids(tok))
     teacher_file = args.teacher or args.out / "teacher.npy"
     if not teacher_file.is_file():
         np.save(teacher_file, static_embed.teacher_vectors(ids))
@@ -174,16 +173,12 @@ def main(argv: list[str] | None = None) -> int:
         table[ids] = joint[:len(ids)] * token_sif[:, None]
         table[vocab:] = joint[len(ids):] * word_sif[:, None]
         a = share_matrix(texts, tok, words, len(table))
-        order = np.random.default_rng(1).permutation(len(texts))
-        hold, train = order[: len(texts) // 10], order[len(texts) // 10:]
+        hold, train = held_out(len(texts))
         if lin:
             assert target is not None
-            means = a[train] @ table
-            x = np.hstack([means, np.ones((len(train), 1))])
-            gram = x.T @ x
-            w = np.linalg.solve(gram + 1e-3 * np.trace(gram) / len(gram) * np.eye(len(gram)), x.T @ target[train])
+            matrix, intercept = linear_map(a[train] @ table, target[train])
             live = np.abs(table).sum(axis=1) > 0
-            table[live] = table[live] @ w[:-1] + w[-1]
+            table[live] = table[live] @ matrix + intercept
         out = args.out / f"t_{name}.npy"
         np.save(out, table.astype(np.float32))
         static_embed.words_path(out).write_text("\n".join(words) + "\n", encoding="utf-8")

@@ -133,6 +133,12 @@ def pca(x: np.ndarray, dims: int) -> np.ndarray:
     return np.asarray(scores * np.where(signs == 0, 1.0, signs))
 
 
+def default_ids(tok: Any) -> list[int]:
+    """The token ids the table is distilled for: the whole vocabulary but ``[unused…]`` and ``[UNK]``."""
+    return distill_ids(tok.get_vocab_size(), tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]"),
+                       {i for t, i in tok.get_vocab().items() if _SKIP.match(t)})
+
+
 def distill(ids: list[int] | None = None, dims: int = STATIC_DIM) -> np.ndarray:
     """The static table: one row per vocabulary id (zeros for ids not distilled), float32.
 
@@ -141,11 +147,7 @@ def distill(ids: list[int] | None = None, dims: int = STATIC_DIM) -> np.ndarray:
     are positions in ``ids`` sorted by id.
     """
     tok = _tokenizer()
-    vocab = tok.get_vocab()
-    if ids is None:
-        ids = distill_ids(tok.get_vocab_size(), tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]"),
-                          {i for t, i in vocab.items() if _SKIP.match(t)})
-    ids = sorted(set(ids))
+    ids = sorted(set(default_ids(tok) if ids is None else ids))
     if len(ids) < dims:
         raise ValueError(f"{len(ids)} tokens cannot give {dims} principal components")
     reduced = pca(teacher_vectors(ids), dims) * sif_weights(len(ids))[:, None]
