@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON only")
     args = parser.parse_args(argv)
 
-    from memvault.embeddings import Embedder
+    from memvault.embeddings.minilm import MiniLMEmbedder
     from memvault.settings import load_settings
 
     convs = load(args.data, args.split)
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     replies = json.loads(args.replies.read_text(encoding="utf-8")) if args.replies else {}
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(args.home or tmp)
-        embedder = Embedder()
+        embedder = MiniLMEmbedder()
         out: dict[str, Any] = {}
         for name in args.engine or ["none"]:
             seg = Segmenter(name, settings, embedder, replies)

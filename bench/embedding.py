@@ -18,7 +18,7 @@ one thread per core, texts sorted by length), ``fp32-unsorted`` (no length sorti
 ``fp32-1thread``, ``fp32-b16``/``fp32-b256`` (batch size), ``fused`` (onnxruntime's offline
 transformer optimiser: fused attention, skip-LayerNorm, bias-GELU), ``int8`` / ``fused-int8``
 (dynamic int8 quantisation of the MatMul weights, per channel, of either graph), ``static``
-(`memvault.static_embed`: the model2vec-style table distilled from the same weights — another
+(`memvault.embeddings.static`: the model2vec-style table distilled from the same weights — another
 model, so its "cosine to fp32" is not computed: its vectors live in another space),
 ``static-table`` (the same embedder on the table given with ``--static-table``).
 Derived graphs are written under ``--keep`` (default a temporary folder) and reused.
@@ -39,7 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from memvault.embeddings import DIM, Embedder, build_export, export_path  # noqa: E402
+from memvault.embeddings import DIM  # noqa: E402
+from memvault.embeddings.minilm import MiniLMEmbedder, build_export, export_path  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
 from recall_quality import sessions, turn_text  # noqa: E402
 from tasks.index import rows_for  # noqa: E402
@@ -90,26 +91,26 @@ def int8_graph(src: Path, dst: Path) -> Path:
     return dst
 
 
-def make_embedder(variant: str, keep: Path) -> Embedder:
+def make_embedder(variant: str, keep: Path) -> MiniLMEmbedder:
     base = export_path()
     if not base.is_file():
         build_export(base)
     if variant == "fp32":
-        return Embedder()
+        return MiniLMEmbedder()
     if variant == "fp32-unsorted":
-        e = Embedder()
+        e = MiniLMEmbedder()
         e.sort_by_length = False
         return e
     if variant == "fp32-1thread":
-        return Embedder(threads=1)
+        return MiniLMEmbedder(threads=1)
     if variant.startswith("fp32-b"):
-        return Embedder(batch_size=int(variant[6:]))
+        return MiniLMEmbedder(batch_size=int(variant[6:]))
     if variant == "fused":
-        return Embedder(model_file=fused_graph(base, keep / "fused.onnx"))
+        return MiniLMEmbedder(model_file=fused_graph(base, keep / "fused.onnx"))
     if variant == "int8":
-        return Embedder(model_file=int8_graph(base, keep / "int8.onnx"))
+        return MiniLMEmbedder(model_file=int8_graph(base, keep / "int8.onnx"))
     if variant in ("static", "static-table"):
-        from memvault.static_embed import StaticEmbedder
+        from memvault.embeddings.static import StaticEmbedder
 
         if variant == "static-table" and STATIC_TABLE is None:
             raise SystemExit("the static-table variant needs --static-table FILE (bench/static_variants.py writes them)")
@@ -119,11 +120,11 @@ def make_embedder(variant: str, keep: Path) -> Embedder:
         e.embed(["distil the table now, if it is missing, not inside the timed pass"])
         return e
     if variant == "fused-int8":
-        return Embedder(model_file=int8_graph(fused_graph(base, keep / "fused.onnx"), keep / "fused-int8.onnx"))
+        return MiniLMEmbedder(model_file=int8_graph(fused_graph(base, keep / "fused.onnx"), keep / "fused-int8.onnx"))
     raise SystemExit(f"unknown variant {variant!r}; known: {', '.join(ALL_VARIANTS)}")
 
 
-def measure(embedder: Embedder, texts: list[str], repeat: int = 1) -> tuple[float, float, np.ndarray]:
+def measure(embedder: MiniLMEmbedder, texts: list[str], repeat: int = 1) -> tuple[float, float, np.ndarray]:
     """(texts per wall second, texts per CPU second of this process, vectors) of one pass over
     ``texts`` in batches of 256, as `embed_rows` calls it.
 
@@ -161,7 +162,7 @@ def main() -> None:
             rate, cpu_rate, vecs = measure(make_embedder(variant, keep), texts, 20 if variant.startswith("static") else 1)
             if vecs.shape[1] == DIM:
                 if reference is None:
-                    reference = vecs if variant == "fp32" else Embedder().embed(texts)
+                    reference = vecs if variant == "fp32" else MiniLMEmbedder().embed(texts)
                 cos: np.ndarray | None = (vecs * reference).sum(axis=1)
             else:
                 cos = None  # another model's vectors (another dimension): no cosine to the product's

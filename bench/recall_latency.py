@@ -291,9 +291,9 @@ def embedding_rate(data: Path, texts: int, results: dict[str, Any]) -> dict[str,
     sys.path.insert(0, str(ROOT / "bench"))
     from embedding import CORES, index_texts, measure
 
-    from memvault.embeddings import Embedder
+    from memvault.embeddings.minilm import MiniLMEmbedder
 
-    wall_rate, cpu_rate, _ = measure(Embedder(), index_texts(data, texts))
+    wall_rate, cpu_rate, _ = measure(MiniLMEmbedder(), index_texts(data, texts))
     sizes = [r for k, r in results.items() if k.isdigit() and "error" not in r]
     largest = max(sizes, key=lambda r: r["nodes"]) if sizes else {}
     write_ms = float(largest.get("write_ms_per_node", 0.0))

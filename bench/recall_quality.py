@@ -44,7 +44,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from memvault.embeddings import MODEL_DIMS, MODEL_NAME, STATIC_NAME, Embedder, embedder_for  # noqa: E402
+from memvault.embeddings import MODEL_DIMS, MODEL_NAME, STATIC_NAME  # noqa: E402
+from memvault.embeddings.minilm import MiniLMEmbedder  # noqa: E402
+from memvault.embeddings.select import embedder_for  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
 from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates  # noqa: E402
 from memvault.ops.memory import MemoryService  # noqa: E402
@@ -71,12 +73,12 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 _DIA = re.compile(r"^D(\d+):(\d+)$")
 
 
-class CachedEmbedder(Embedder):
+class CachedEmbedder(MiniLMEmbedder):
     """The real MiniLM embedder (or, with ``model_file``, a variant graph of it: see
     bench/embedding.py); a text is embedded once per run (or once per cache file)."""
 
     def __init__(self, cache_file: Path | None = None, model_file: Path | None = None,
-                 inner: Embedder | None = None) -> None:
+                 inner: MiniLMEmbedder | None = None) -> None:
         """``inner``: another embedder whose vectors are cached instead (``--embedder``)."""
         super().__init__(model_file=model_file)
         self.inner = inner
@@ -402,9 +404,9 @@ def main(argv: list[str] | None = None) -> int:
         key, _, value = item.partition("=")
         section, _, field = key.partition(".")
         overrides.setdefault(section, {})[field] = json.loads(value) if value[:1] in "-0123456789[{tf" else value
-    inner: Embedder | None = None
+    inner: MiniLMEmbedder | None = None
     if args.static_table:
-        from memvault.static_embed import StaticEmbedder
+        from memvault.embeddings.static import StaticEmbedder
 
         if args.embedder != STATIC_NAME:
             ap.error("--static-table needs --embedder " + STATIC_NAME)

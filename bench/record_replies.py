@@ -228,7 +228,7 @@ def record_synthesis(recorder: Recorder, samples: list[str]) -> None:
     """
     from bench.shared import sample_home
     from memvault.budget import Budget
-    from memvault.embeddings import Embedder
+    from memvault.embeddings.minilm import MiniLMEmbedder
     from memvault.engines import NoneEngine
     from memvault.settings import load_settings
     from stores.ledger import Ledger
@@ -241,7 +241,7 @@ def record_synthesis(recorder: Recorder, samples: list[str]) -> None:
 
     with sample_home("memvault-record-", samples) as (home, src):
         settings = load_settings(home)
-        embedder = Embedder()
+        embedder = MiniLMEmbedder()
         with Ledger.open(settings) as ledger:
             run_ingest(ledger, settings, [("auto", src)])
 

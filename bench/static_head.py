@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from memvault import static_embed  # noqa: E402
+from memvault.embeddings import static as static_embed  # noqa: E402
 
 HIDDEN = 1024
 

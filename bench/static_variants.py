@@ -1,6 +1,6 @@
 """Variants of the static embedder's table, each written as a .npy file for the recall bench.
 
-Every variant starts from the same teacher vectors as `memvault.static_embed` (MiniLM's
+Every variant starts from the same teacher vectors as `memvault.embeddings.static` (MiniLM's
 mean-pooled output for ``[CLS] token [SEP]`` of every vocabulary token) and changes one step
 of model2vec's recipe:
 
@@ -49,8 +49,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memvault import static_embed  # noqa: E402
-from memvault.embeddings import Embedder  # noqa: E402
+from memvault.embeddings import static as static_embed  # noqa: E402
+from memvault.embeddings.minilm import MiniLMEmbedder  # noqa: E402
 
 
 def corpus_texts(path: Path, windows: int, scheme: str) -> list[str]:
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     kept = args.out / f"corpus-{args.scheme}-{args.windows}-minilm.npy"
     if not kept.is_file():
         started = time.process_time()
-        np.save(kept, np.concatenate([Embedder(threads=2).embed(texts[s:s + 512]) for s in range(0, len(texts), 512)]))
+        np.save(kept, np.concatenate([MiniLMEmbedder(threads=2).embed(texts[s:s + 512]) for s in range(0, len(texts), 512)]))
         print(f"MiniLM vectors of {len(texts)} corpus texts: {time.process_time() - started:.0f} CPU-s", file=sys.stderr)
     target = np.load(kept).astype(np.float64)
     a = token_matrix(texts, vocab)

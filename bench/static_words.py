@@ -1,6 +1,6 @@
 """Static tables with a vocabulary of whole words: a word of the list gets its own row.
 
-`memvault.static_embed` gives every WordPiece token a row and a text the normalised sum of its
+`memvault.embeddings.static` gives every WordPiece token a row and a text the normalised sum of its
 tokens' rows. Here a word of two or more pieces that is in a word list gets one row of its own
 instead of its pieces' rows — its teacher vector is MiniLM's mean-pooled output of
 ``[CLS] pieces-of-the-word [SEP]``, made the way the token rows are — and any other word keeps
@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.static_variants import corpus_texts, held_out, linear_map, report, unit  # noqa: E402
-from memvault import static_embed  # noqa: E402
+from memvault.embeddings import static as static_embed  # noqa: E402
 
 _NAME = re.compile(r"^(cc|wf(\d+)k)-(rank|freq)((?:-xn)?)((?:-lin)?)$")
 

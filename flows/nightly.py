@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from memvault.budget import Budget
 from memvault.ops.plan import backlog, dry_run_plan
-from memvault.embeddings import embedder_for
+from memvault.embeddings.select import embedder_for
 from memvault.engines.base import Engine
 from memvault.engines.settings import EngineName
 from memvault.ops.home import require_home

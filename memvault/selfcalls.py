@@ -13,6 +13,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from memvault.files import atomic_write_text
+
 SELF_CALLS_FILE = "self_calls.log"
 # The log keeps the newest digests only: a transcript of a call is ingested within days,
 # and a few MB of hex is plenty (one nightly run makes hundreds of calls, not millions).
@@ -49,9 +51,7 @@ class SelfCallLog:
 
     def _trim(self) -> None:
         recent = self.path.read_text(encoding="ascii").splitlines()[-self.keep:]
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(line + "\n" for line in recent), encoding="ascii")
-        os.replace(tmp, self.path)
+        atomic_write_text(self.path, "".join(line + "\n" for line in recent), encoding="ascii")
 
     def digests(self) -> frozenset[str]:
         """Every recorded digest (empty when memvault has made no call yet)."""

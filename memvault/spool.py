@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memvault.files import atomic_write_text
+
 SPOOL = "spool"
 DRAIN_LOCK = "drain.lock"
 SERVE_INFO = "serve.json"
@@ -34,10 +36,9 @@ def append(state_dir: Path, entry: dict[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     # Names sort in arrival order; pid and a counter keep two writers in one nanosecond apart.
     name = f"{time.time_ns():020d}-{os.getpid()}-{next(_COUNTER):04d}"
-    tmp = folder / f".{name}.tmp"
-    tmp.write_text(json.dumps({**entry, "at": time.time()}, ensure_ascii=False), encoding="utf-8")
     final = folder / f"{name}.json"
-    os.replace(tmp, final)
+    # No fsync, as before: the hook path stays cheap; the rename keeps the entry whole.
+    atomic_write_text(final, json.dumps({**entry, "at": time.time()}, ensure_ascii=False), sync=False)
     return final
 
 
@@ -146,10 +147,9 @@ def serve_info(state_dir: Path) -> dict[str, Any] | None:
 def write_serve_info(state_dir: Path, host: str, port: int, drains: bool, prompt_timeout_s: float) -> Path:
     """Announce this `memvault serve` to the hooks (they read it instead of the settings)."""
     path = state_dir / SERVE_INFO
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")  # two servers starting at once must not share it
-    tmp.write_text(json.dumps({"pid": os.getpid(), "host": host, "port": port, "drains": drains,
-                               "prompt_timeout_s": prompt_timeout_s}), encoding="utf-8")
-    os.replace(tmp, path)
+    # A temp name of its own per writer: two servers starting at once never share one.
+    atomic_write_text(path, json.dumps({"pid": os.getpid(), "host": host, "port": port, "drains": drains,
+                                        "prompt_timeout_s": prompt_timeout_s}))
     return path
 
 

@@ -37,9 +37,9 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def embedder():
-    from memvault.embeddings import Embedder
+    from memvault.embeddings.minilm import MiniLMEmbedder
 
-    return Embedder()
+    return MiniLMEmbedder()
 
 
 @pytest.fixture(scope="session")

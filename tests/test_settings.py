@@ -154,9 +154,9 @@ def test_schedule_at_is_a_time(toml, tmp_path: Path) -> None:
 
 
 def test_embedding_model_is_the_shipped_one(toml, tmp_path: Path) -> None:
-    from memvault.embeddings import Embedder
+    from memvault.embeddings.minilm import MiniLMEmbedder
 
-    assert load_settings(tmp_path).embeddings.model == Embedder.name
+    assert load_settings(tmp_path).embeddings.model == MiniLMEmbedder.name
     toml('[embeddings]\nmodel = "bge-small"\n')
     with pytest.raises(ConfigError, match=r"embeddings.model.*all-MiniLM-L6-v2"):
         load_settings(tmp_path)

@@ -28,7 +28,7 @@ def home_settings(ctx: typer.Context) -> "Settings":
 def service_of(ctx: typer.Context) -> "MemoryService":
     """The read-only memory service (recall, search, articles) over the home; a command is one
     process that embeds at most a query, hence the query embedder."""
-    from memvault.embeddings import query_embedder
+    from memvault.embeddings.select import query_embedder
     from memvault.ops.memory import MemoryService
 
     settings = home_settings(ctx)

@@ -108,7 +108,7 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
         return result
     roots, notes = _plan(snapshot, settings, result)
     if embedder is None:
-        from memvault.embeddings import embedder_for
+        from memvault.embeddings.select import embedder_for
 
         embedder = embedder_for(settings)
     timeout = settings.lock_timeout_s if lock_timeout_s is None else lock_timeout_s

@@ -15,7 +15,6 @@ destination and moved into place when complete, so a failed export leaves no hal
 
 import bisect
 import json
-import os
 import sqlite3
 from collections.abc import Iterator
 from datetime import date, datetime
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memvault.errors import MemvaultError, UsageError
+from memvault.files import atomic_path
 from memvault.ops.home import require_home
 from memvault.settings import Settings
 
@@ -139,26 +139,20 @@ def export_home(settings: Settings, fmt: ExportFormat, dest: Path, force: bool =
 def _write_jsonl(path: Path, table: Any, batches: Iterator[list[tuple[Any, ...]]]) -> int:
     """One table as JSON Lines, written aside and moved into place; its row count."""
     names = table.column_names
-    tmp = path.with_name(f".{path.name}.tmp")
     n = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for rows in batches:
-                for row in rows:
-                    fh.write(json.dumps(dict(zip(names, map(_jsonl_value, row))), ensure_ascii=False) + "\n")
-                n += len(rows)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as fh:
+        for rows in batches:
+            for row in rows:
+                fh.write(json.dumps(dict(zip(names, map(_jsonl_value, row))), ensure_ascii=False) + "\n")
+            n += len(rows)
     return n
 
 
 def _write_sqlite(dest: Path, tables: list[tuple[Any, Iterator[list[tuple[Any, ...]]]]]) -> dict[str, int]:
     """Every table into one new SQLite file, written aside and moved into place; row counts."""
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    tmp.unlink(missing_ok=True)
     counts: dict[str, int] = {}
-    try:
+    with atomic_path(dest) as tmp:
+        tmp.unlink()  # SQLite makes its own file
         con = sqlite3.connect(tmp)
         try:
             for table, batches in tables:
@@ -177,9 +171,6 @@ def _write_sqlite(dest: Path, tables: list[tuple[Any, Iterator[list[tuple[Any, .
             con.commit()
         finally:
             con.close()
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
     return counts
 
 

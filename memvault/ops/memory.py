@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memvault.embeddings import Embedder, embedder_for
+from memvault.embeddings import Embedder
+from memvault.embeddings.select import embedder_for
 from memvault.errors import NotFoundError, UsageError
 from memvault.markdown.tree import article_nodes
 from memvault.markdown.wikilinks import find_links, link_key

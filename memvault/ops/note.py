@@ -57,7 +57,7 @@ def add_note(settings: Settings, text: str, title: str | None = None, project: s
             from stores.nodes import NodeIndex
 
             if embedder is None:
-                from memvault.embeddings import embedder_for
+                from memvault.embeddings.select import embedder_for
 
                 embedder = embedder_for(settings)
             ledger = Ledger(settings.ledger_path)

@@ -81,7 +81,7 @@ def prompt_recall(home: Path, raw: str, timeout_s: float | None = None) -> tuple
 
         settings = load_settings(home)
         require_home(settings.home)
-        from memvault.embeddings import query_embedder
+        from memvault.embeddings.select import query_embedder
 
         service = MemoryService(settings, query_embedder(settings))
         return prompt_block(service, prompt, cwd)["block"], "direct"

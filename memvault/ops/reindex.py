@@ -13,7 +13,8 @@ pass; it holds the writer lock, so no run changes the ledger or vault meanwhile.
 
 from typing import Any
 
-from memvault.embeddings import Embedder, embedder_for
+from memvault.embeddings import Embedder
+from memvault.embeddings.select import embedder_for
 from memvault.ids import short_ids
 from memvault.markdown.tree import article_nodes
 from memvault.ops.maintenance import rebuild_edges

@@ -74,7 +74,7 @@ def watch(settings: Settings, stop: threading.Event | None = None, poll: bool = 
                           "or use hooks (`memvault agent-setup claude-code`)")
     stop = stop or threading.Event()
     if embedder is None:
-        from memvault.embeddings import embedder_for
+        from memvault.embeddings.select import embedder_for
 
         embedder = embedder_for(settings)
     for kind in sorted({k for k, _ in roots}):

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.static_variants import corpus_texts, ridge_rows, token_matrix
-from memvault import static_embed
+from memvault.embeddings import static as static_embed
 
 
 def _chitchat(path: Path) -> Path:

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.static_words import choose_words, share_matrix
-from memvault import static_embed
-from memvault.static_embed import StaticEmbedder, words_path
+from memvault.embeddings import static as static_embed
+from memvault.embeddings.static import StaticEmbedder, words_path
 
 
 def test_choose_words_keeps_spelled_words_of_several_pieces_in_frequency_order() -> None:

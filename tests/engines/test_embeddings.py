@@ -7,8 +7,9 @@ tests are where "the same vectors as the model" is proved, not assumed.
 import numpy as np
 import pytest
 
-from memvault import embeddings
-from memvault.embeddings import DIM, Embedder, export_path
+from memvault.embeddings import minilm as embeddings
+from memvault.embeddings import DIM
+from memvault.embeddings.minilm import MiniLMEmbedder, export_path
 
 TEXTS = [
     "when does the postgres backup run?",
@@ -31,24 +32,26 @@ def reference() -> np.ndarray:
     return model.encode(TEXTS, batch_size=16, normalize_embeddings=True, convert_to_numpy=True)
 
 
-def test_vectors_match_sentence_transformers(embedder: Embedder, reference: np.ndarray) -> None:
+def test_vectors_match_sentence_transformers(embedder: MiniLMEmbedder, reference: np.ndarray) -> None:
     got = embedder.embed(TEXTS)
     assert got.shape == (len(TEXTS), DIM) and got.dtype == np.float32
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     # Same name in the index means the same vectors: within 1e-5 of the reference per text,
     # whatever the batch or the order the embedder sorts texts into.
     assert float((got * reference).sum(axis=1).min()) > 1 - 1e-5
-    small_batches = Embedder(batch_size=3).embed(TEXTS[::-1])[::-1]
+    small_batches = MiniLMEmbedder(batch_size=3).embed(TEXTS[::-1])[::-1]
     assert np.abs(small_batches - got).max() < 1e-5
 
 
-def test_the_query_embedder_gives_the_same_vectors_bit_for_bit(embedder: Embedder, tmp_path) -> None:
+def test_the_query_embedder_gives_the_same_vectors_bit_for_bit(embedder: MiniLMEmbedder, tmp_path) -> None:
     # A CLI recall embeds its query on one thread; the index was embedded on one per core.
     # It also lets its session go after each call (the index search needs the memory); the
     # next call loads it again.
     from memvault.settings import load_settings
 
-    query = embeddings.query_embedder(load_settings(tmp_path))
+    from memvault.embeddings.select import query_embedder
+
+    query = query_embedder(load_settings(tmp_path))
     assert query.threads == 1 and embedder.threads is None
     for text in TEXTS[:8]:
         assert np.array_equal(query.embed_one(text), embedder.embed_one(text)), text
@@ -58,7 +61,7 @@ def test_the_query_embedder_gives_the_same_vectors_bit_for_bit(embedder: Embedde
 
 def test_counters_and_empty_input(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv(embeddings.CACHE_ENV, str(tmp_path))
-    e = Embedder()
+    e = MiniLMEmbedder()
     assert e.embed([]).shape == (0, DIM) and e.calls == 0 and e._session is None
     assert not export_path().exists(), "an empty call must not even build the export"
     e.embed(["a", "b"])
@@ -66,37 +69,37 @@ def test_counters_and_empty_input(tmp_path, monkeypatch) -> None:
     assert (e.calls, e.texts) == (2, 3)
 
 
-def test_missing_and_damaged_exports_are_rebuilt(tmp_path, monkeypatch, capsys, embedder: Embedder) -> None:
+def test_missing_and_damaged_exports_are_rebuilt(tmp_path, monkeypatch, capsys, embedder: MiniLMEmbedder) -> None:
     monkeypatch.setenv(embeddings.CACHE_ENV, str(tmp_path))
     path = export_path()
     assert str(path).startswith(str(tmp_path))
     want = embedder.embed_one("a missing export")
 
-    first = Embedder().embed_one("a missing export")
+    first = MiniLMEmbedder().embed_one("a missing export")
     assert "is missing; building it" in capsys.readouterr().err
     assert path.is_file() and np.abs(first - want).max() < 1e-6
 
-    Embedder().embed_one("a warm export")
+    MiniLMEmbedder().embed_one("a warm export")
     assert capsys.readouterr().err == "", "a sound export loads silently"
 
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])  # e.g. a disk that filled up
-    again = Embedder().embed_one("a missing export")
+    again = MiniLMEmbedder().embed_one("a missing export")
     assert "bytes, not the" in capsys.readouterr().err
     assert np.abs(again - want).max() < 1e-6
 
     # Same size, garbage body: caught when onnxruntime parses it.
     path.write_bytes(b"\0" * path.stat().st_size)
-    healed = Embedder().embed_one("a missing export")
+    healed = MiniLMEmbedder().embed_one("a missing export")
     assert "cannot be loaded" in capsys.readouterr().err
     assert np.abs(healed - want).max() < 1e-6
 
     # The weights live beside the graph (external data): a lost or cut weights file heals too.
     weights = embeddings.weights_path(path)
     weights.unlink()
-    assert np.abs(Embedder().embed_one("a missing export") - want).max() < 1e-6
+    assert np.abs(MiniLMEmbedder().embed_one("a missing export") - want).max() < 1e-6
     assert "has lost its weights file" in capsys.readouterr().err
     weights.write_bytes(weights.read_bytes()[:4096])
-    assert np.abs(Embedder().embed_one("a missing export") - want).max() < 1e-6
+    assert np.abs(MiniLMEmbedder().embed_one("a missing export") - want).max() < 1e-6
     assert "has a weights file of 4096 bytes" in capsys.readouterr().err
 
 
@@ -107,4 +110,4 @@ def test_an_unwritable_cache_says_what_to_do(tmp_path, monkeypatch) -> None:
     blocker.write_text("a file where the cache folder should be")
     monkeypatch.setenv(embeddings.CACHE_ENV, str(blocker))
     with pytest.raises(ConfigError, match="set MEMVAULT_CACHE_DIR to a writable folder"):
-        Embedder().embed_one("anything")
+        MiniLMEmbedder().embed_one("anything")

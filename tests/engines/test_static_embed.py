@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memvault import static_embed
-from memvault.embeddings import STATIC_NAME, Embedder, embedder_for
-from memvault.static_embed import STATIC_DIM, StaticEmbedder, build_table, static_path
+from memvault.embeddings import static as static_embed
+from memvault.embeddings import STATIC_NAME
+from memvault.embeddings.minilm import MiniLMEmbedder
+from memvault.embeddings.select import embedder_for
+from memvault.embeddings.static import STATIC_DIM, StaticEmbedder, build_table, static_path
 
 TEXTS = [
     "the cat sat on the mat",
@@ -36,7 +38,7 @@ def table(tmp_path_factory) -> Path:
     return build_table(tmp_path_factory.mktemp("static") / "table.npy", small_vocabulary())
 
 
-def test_teacher_vectors_are_minilm_before_its_normalisation(embedder: Embedder) -> None:
+def test_teacher_vectors_are_minilm_before_its_normalisation(embedder: MiniLMEmbedder) -> None:
     # A one-token text through the product's embedder is [CLS] token [SEP] mean-pooled and
     # normalised: the distillation's raw vector for that token must point the same way.
     tok = static_embed._tokenizer()
@@ -103,19 +105,19 @@ def test_settings_choose_the_embedder(tmp_path) -> None:
     from memvault.errors import ConfigError
     from memvault.settings import load_settings
 
-    assert type(embedder_for(load_settings(tmp_path))) is Embedder
+    assert type(embedder_for(load_settings(tmp_path))) is MiniLMEmbedder
     chosen = embedder_for(load_settings(tmp_path, embeddings={"model": STATIC_NAME, "batch_size": 8}))
     assert isinstance(chosen, StaticEmbedder) and (chosen.name, chosen.dim, chosen.batch_size) == (STATIC_NAME, 256, 8)
     # A CLI recall or a hook embeds its query with the home's model too.
-    from memvault.embeddings import query_embedder
+    from memvault.embeddings.select import query_embedder
 
     assert isinstance(query_embedder(load_settings(tmp_path, embeddings={"model": STATIC_NAME})), StaticEmbedder)
-    assert type(query_embedder(load_settings(tmp_path))) is Embedder
+    assert type(query_embedder(load_settings(tmp_path))) is MiniLMEmbedder
     with pytest.raises(ConfigError):
         load_settings(tmp_path, embeddings={"model": "all-MiniLM-L12-v2"})
 
 
-def test_index_refuses_the_other_model_until_reindex(demo_copy: Path, embedder: Embedder, table: Path) -> None:
+def test_index_refuses_the_other_model_until_reindex(demo_copy: Path, embedder: MiniLMEmbedder, table: Path) -> None:
     from memvault.errors import IndexMismatchError
     from memvault.ops.memory import MemoryService
     from memvault.ops.reindex import rebuild_index

@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memvault import static_embed
-from memvault.embeddings import Embedder
-from memvault.static_embed import StaticEmbedder, words_path
+from memvault.embeddings import static as static_embed
+from memvault.embeddings.minilm import MiniLMEmbedder
+from memvault.embeddings.static import StaticEmbedder, words_path
 
 WORDS = ["snorkel", "postgres", "haha"]  # s ##nor ##kel / post ##gre ##s / ha ##ha
 DIM = 8
@@ -90,7 +90,7 @@ def test_a_word_list_that_does_not_fit_the_table_is_refused(table: Path) -> None
         embed(table, ["haha"])
 
 
-def test_a_word_row_is_minilm_on_the_word(embedder: Embedder) -> None:
+def test_a_word_row_is_minilm_on_the_word(embedder: MiniLMEmbedder) -> None:
     # The teacher of a word is [CLS] its pieces [SEP] mean-pooled, like the product's vector of
     # the word as a text; padding next to longer words changes nothing.
     seqs = [pieces("snorkel"), pieces("haha"), pieces("unbelievably")]

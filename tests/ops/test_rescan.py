@@ -18,7 +18,7 @@ def _raw_hits(root: Path, needle: str) -> list[str]:
 
 
 def test_rescan_removes_a_newly_covered_secret_everywhere(home: Path, tmp_path: Path) -> None:
-    from memvault.embeddings import Embedder
+    from memvault.embeddings.minilm import MiniLMEmbedder
     from memvault.markdown.tree import conversation_nodes
     from memvault.settings import load_settings
     from stores.ledger import Ledger
@@ -37,7 +37,7 @@ def test_rescan_removes_a_newly_covered_secret_everywhere(home: Path, tmp_path: 
     nodes = NodeIndex.open_or_create(settings)
     rows = rows_for(f"conv:{cid}", "conversation", conversation_nodes(cid, cid[:8], "deploy", None, "claude-code", msgs))
     for r in rows:
-        r["vector"], r["pending"] = [0.0] * Embedder.dim, False
+        r["vector"], r["pending"] = [0.0] * MiniLMEmbedder.dim, False
     nodes.upsert(rows)
     vault = Vault(home)
     vault.write(home / "articles" / "Deploy_Token.md", f"# Deploy Token\n\nCI uses `{SECRET}`.\n")

