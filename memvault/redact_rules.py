@@ -148,8 +148,8 @@ DEFAULT_PATTERNS: dict[str, str] = {
     ),
     # ~/.pgpass: hostname:port:database:username:password (the host holds a letter, dot or *)
     "pgpass_line": (
-        r"(?m)(?:^|(?<=[\s\"'`]))(?=[^:\s]*[A-Za-z.*])[A-Za-z0-9_.*-]+:(?:\d{2,5}|\*):[A-Za-z0-9_.*$-]+"
-        r":[A-Za-z0-9_.*@$-]+:" + _NOT_DONE + r"(?P<secret>[^\s:\"'`\\]{4,})(?=[\s\"'`\\]|$)"
+        r"(?:(?<=\\[nrt])|(?<![\w.*:$@/\\-]))(?=[^:\s]*[A-Za-z.*])[A-Za-z0-9_.*-]+:(?:\d{2,5}|\*):[A-Za-z0-9_.*$-]+"
+        r":[A-Za-z0-9_.*@$-]+:" + _NOT_DONE + r"(?P<secret>[^\s:\"'`\\()\[\]{},;]{4,})(?=[\s\"'`\\)\]},;]|$)"
     ),
     # "password" in other languages followed by a colon (also the full-width one) or "="
     # "password" in other languages followed by a colon (also the full-width one) or "="; the
