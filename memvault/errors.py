@@ -2,9 +2,18 @@
 
 
 class MemvaultError(Exception):
-    """Base class for failures the CLI reports with exit code 1."""
+    """Base class for failures the CLI reports with exit code 1.
+
+    A message may quote the input that was wrong (a field's value, a query parameter): its
+    secrets are redacted here, once, so no door (CLI, JSON, HTTP, MCP, logs) prints them.
+    """
 
     exit_code = 1
+
+    def __init__(self, *args: object) -> None:
+        from memvault.redact import redact_message  # here: memvault.redact imports this module
+
+        super().__init__(*(redact_message(a) if isinstance(a, str) else a for a in args))
 
 
 class NoHomeError(MemvaultError):

@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from memvault.ids import conversation_id
 
@@ -57,3 +57,12 @@ class LineError(BaseModel):
     file: str
     line: int | None = None
     error: str
+
+    @field_validator("error")
+    @classmethod
+    def _redacted(cls, value: str) -> str:
+        # A parser's message may quote the malformed field's value: a secret must not reach the
+        # ledger's problem list or the run report through it.
+        from memvault.redact import redact_message
+
+        return redact_message(value)

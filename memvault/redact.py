@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.errors import ConfigError
-from memvault.models import Conversation
 from memvault.redact_rules import (
-    DEFAULT_PATTERNS, FILTERS, GATE_FRAGMENTS, IMPLIED, LONG_RUN, RULES_BY_TRIGGER, TRIGGER_SCAN, TRIGGERS,
+    ALWAYS, DEFAULT_PATTERNS, FILTERS, GATE_FRAGMENTS, IMPLIED, LONG_RUN, RULES_BY_TRIGGER, TRIGGER_SCAN, TRIGGERS,
 )
+
+if TYPE_CHECKING:  # models import this module (LineError redacts its message)
+    from memvault.models import Conversation
 
 __all__ = ["DEFAULT_PATTERNS", "PLACEHOLDER", "TRIGGERS", "redact", "redact_conversation", "redact_json"]
 
@@ -37,7 +39,7 @@ def _may_hold_secret(text: str) -> bool:
 def _rules_present(lowered: str) -> set[str]:
     """Names of the built-in rules at least one of whose triggers ``lowered`` holds."""
     found = {t for s in TRIGGER_SCAN.findall(lowered) for t in IMPLIED[s]}
-    return {name for t in found for name in RULES_BY_TRIGGER[t]}
+    return {name for t in found for name in RULES_BY_TRIGGER[t]} | ALWAYS
 
 
 @lru_cache(maxsize=128)
@@ -87,9 +89,13 @@ def redact(text: str, extra_patterns: dict[str, str] | None = None) -> tuple[str
 
 
 def redact_conversation(
-    conv: Conversation, extra_patterns: dict[str, str] | None = None
-) -> tuple[Conversation, dict[str, int]]:
-    """A copy of ``conv`` with its title and every message redacted, and the total counts."""
+    conv: "Conversation", extra_patterns: dict[str, str] | None = None
+) -> tuple["Conversation", dict[str, int]]:
+    """A copy of ``conv`` with its title, project and every message redacted, and the total counts.
+
+    The project is a working directory or a name the user typed (`note --project`): text
+    from outside like the rest, so it is redacted like the rest.
+    """
     totals: dict[str, int] = {}
 
     def add(counts: dict[str, int]) -> None:
@@ -98,6 +104,10 @@ def redact_conversation(
 
     title, counts = redact(conv.title, extra_patterns)
     add(counts)
+    project = conv.project
+    if project:
+        project, counts = redact(project, extra_patterns)
+        add(counts)
     messages = []
     for message in conv.messages:
         text, counts = redact(message.text, extra_patterns)
@@ -107,7 +117,12 @@ def redact_conversation(
         # else the message is shared with ``conv``: nothing in it changed, and copying every
         # message of every ingested conversation cost more than finding the secrets.
         messages.append(message)
-    return conv.model_copy(update={"title": title, "messages": messages}), totals
+    return conv.model_copy(update={"title": title, "project": project, "messages": messages}), totals
+
+
+def redact_message(text: str) -> str:
+    """``text`` (an error or log message that may echo an input value) with the built-in rules applied."""
+    return redact(text)[0]
 
 
 def redact_json(value: Any, extra_patterns: dict[str, str] | None = None) -> tuple[Any, dict[str, int]]:

@@ -10,6 +10,8 @@ Order matters: specific kinds run before the generic name-based rules, so a toke
 precise kind, and a placeholder (``[REDACTED:…]``) never matches again (idempotence).
 """
 
+import base64
+import binascii
 import math
 import re
 from collections.abc import Callable
@@ -21,9 +23,38 @@ _Q = r"(?:\\{0,7}[\"'])"
 # The value of a name-based rule: no spaces, quotes, separators; a backslash only when it does
 # not start an escaped quote (so ``{\"api_key\": \"v\"}`` keeps its escaping intact).
 _VALUE = r"(?:[^\s\"'`,;&\\<>]|\\(?![\"'\\]))"
+# Space between the words of a multi-line form, also JSON-escaped (\n, \\n) when the text is a
+# JSON document held as a string.
+_SP = r"(?:\s|\\+[nrt])+"
+_NL = r"(?:\r?\n|(?:\\+r)?\\+n)"
+# A word boundary, also right after such an escaped newline ("\nmachine …").
+_B = r"(?:\b|(?<=\\[nrt]))"
+# "password" in other languages: words of scripts with spaces (a word boundary before them)
+# and of scripts without (密码 follows 数据库 with no space).
+PASSWORD_WORDS_SPACED = ("passwort", "kennwort", "mot de passe", "contraseña", "contrasena", "senha", "palavra-passe",
+                         "пароль", "wachtwoord", "lösenord", "hasło", "heslo", "jelszó", "salasana")
+PASSWORD_WORDS_UNSPACED = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호")
+
+
+def _any_escaping(word: str) -> str:
+    """A regex for ``word`` as written or with its non-ASCII letters as JSON escapes (\\u00f1)."""
+    escaped = "".join(re.escape(c) if c.isascii() else r"\\+u%04x" % ord(c) for c in word)
+    return re.escape(word) if word.isascii() else f"{re.escape(word)}|{escaped}"
+
+
+def _escaped_trigger(word: str) -> str:
+    """A fragment every JSON-escaped spelling of ``word`` holds: its ASCII head, else the first
+    letter's escape code (``u043f``)."""
+    cut = next((i for i, c in enumerate(word) if not c.isascii()), len(word))
+    return word[:cut] if cut >= 4 or cut == len(word) else "u%04x" % ord(word[cut])
+
+
+# The options of a command line before the one that carries the password (``-h host -u app``):
+# a flag and its value, never a word of prose ("redis-cli with -a only…").
+_FLAGS = r"(?:\s+-{1,2}[A-Za-z][\w-]*(?:[\s=](?!-)[^\s|;&]+)?)*?"
 # Names whose value is a secret whatever it looks like.
 _SECRET_NAMES = (
-    r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
+    r"password|passwd|passphrase|pwd|(?-i:_PASS)|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
     r"|credentials?|auth[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|session[_-]?key"
 )
 # Fragments of names whose value is a secret only when it also looks random (entropy rule).
@@ -34,6 +65,17 @@ DEFAULT_PATTERNS: dict[str, str] = {
     "private_key": (
         r"(?s)-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
         r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*)"
+    ),
+    # A PEM private key, base64-encoded once more (Kubernetes secrets, CI variables): the
+    # header "-----BEGIN" at any of the three base64 alignments; kept unless the decoded head
+    # names a PRIVATE KEY (filter below), so an encoded certificate survives.
+    "base64_private_key": (
+        r"(?:LS0tLS1CRUdJTi|LS0tLUJFR0lO|tLS0tQkVHSU4)(?:[A-Za-z0-9+/]|(?:\r?\n|\\n)(?=[A-Za-z0-9+/]))+={0,2}"
+    ),
+    # PuTTY .ppk: from "Private-Lines: N" through the key lines and their MAC, replaced whole.
+    "putty_private_key": (
+        r"(?i)" + _B + r"Private-Lines:\s*\d+" + _NL + r"[A-Za-z0-9+/=]+(?:" + _NL + r"(?!Private-)[A-Za-z0-9+/=]+)*"
+        r"(?:" + _NL + r"Private-(?:MAC|Hash):\s*[0-9a-fA-F]+)?"
     ),
     "age_secret_key": r"\bAGE-SECRET-KEY-1[0-9A-Z]{50,}",
     "jwt": r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}",
@@ -53,7 +95,13 @@ DEFAULT_PATTERNS: dict[str, str] = {
     "discord_webhook": r"(?i)\bdiscord(?:app)?\.com/api/webhooks/(?P<secret>\d+/[A-Za-z0-9_-]{20,})",
     "stripe_key": r"\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}|\bwhsec_[A-Za-z0-9]{20,}",
     "google_api_key": r"\bAIza[0-9A-Za-z_-]{35}",
-    "google_oauth": r"\bGOCSPX-[A-Za-z0-9_-]{20,}|\bya29\.[0-9A-Za-z_-]{20,}",
+    # client secrets, access tokens and refresh tokens ("1//0…")
+    "google_oauth": r"\bGOCSPX-[A-Za-z0-9_-]{20,}|\bya29\.[0-9A-Za-z_-]{20,}|(?<![\w/])1//0[0-9A-Za-z_-]{30,}",
+    "docker_pat": r"\bdckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}",
+    "atlassian_api_token": r"\bATATT3[A-Za-z0-9_=-]{60,}",
+    "onepassword_token": r"\bops_eyJ[A-Za-z0-9+/_-]{100,}={0,3}",
+    # user id (base64) . timestamp . HMAC, as detect-secrets' DiscordBotTokenDetector
+    "discord_bot_token": r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}\b",
     "sendgrid_key": r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
     "twilio_key": r"\bSK[0-9a-fA-F]{32}\b",
     "mailgun_key": r"\bkey-[0-9a-f]{32}\b",
@@ -83,12 +131,40 @@ DEFAULT_PATTERNS: dict[str, str] = {
         + r"(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
     ),
     "bearer_token": r"(?i)\bbearer\s+" + _NOT_DONE + r"(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)",
+    # Passwords on a command line, where the flag, not a name, says what the value is.
+    "mysql_password": (  # -pPASSWORD (no space: a lone -p prompts, the next word is the database)
+        r"(?i)\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mariadb(?:-dump)?)" + _FLAGS
+        + r"\s+-p" + _Q + r"?" + _NOT_DONE + r"(?P<secret>[^\s\"'`;&|\\]+)"
+    ),
+    "sshpass_password": r"\bsshpass\s+(?:-[a-zA-Z]\s+\S+\s+)*-p\s*" + _Q + r"?" + _NOT_DONE + r"(?P<secret>[^\s\"'`\\]+)",
+    "redis_cli_password": (
+        r"\bredis-cli" + _FLAGS + r"\s+(?:-a|--pass)(?:\s+|=)" + _Q + r"?" + _NOT_DONE + r"(?P<secret>[^\s\"'`\\]+)"
+    ),
+    "openssl_passphrase": r"(?i)-pass(?:in|out)?\s+pass:" + _NOT_DONE + r"(?P<secret>[^\s\"'`\\]+)",
+    # ~/.netrc: machine HOST login USER password PASS (on one line or several)
+    "netrc_password": (
+        _B + r"(?:machine" + _SP + r"\S+?" + _SP + r"|default" + _SP + r")login" + _SP + r"\S+?(?:" + _SP
+        + r"account" + _SP + r"\S+?)?" + _SP + r"password" + _SP + _Q + r"?" + _NOT_DONE + r"(?P<secret>[^\s\"'`\\]+)"
+    ),
+    # ~/.pgpass: hostname:port:database:username:password (the host holds a letter, dot or *)
+    "pgpass_line": (
+        r"(?:(?<=\\[nrt])|(?<![\w.*:$@/\\-]))(?=[^:\s]*[A-Za-z.*])[A-Za-z0-9_.*-]+:(?:\d{2,5}|\*):[A-Za-z0-9_.*$-]+"
+        r":[A-Za-z0-9_.*@$-]+:" + _NOT_DONE + r"(?P<secret>[^\s:\"'`\\()\[\]{},;]{4,})(?=[\s\"'`\\)\]},;]|$)"
+    ),
+    # "password" in other languages followed by a colon (also the full-width one) or "="
+    # "password" in other languages followed by a colon (also the full-width one) or "="; the
+    # words also as JSON's \uXXXX escapes (a tool's json.dumps output kept in a message).
+    "password_word": (
+        r"(?i)(?:(?<![\w-])(?:" + "|".join(_any_escaping(w) for w in PASSWORD_WORDS_SPACED) + r")|"
+        + "|".join(_any_escaping(w) for w in PASSWORD_WORDS_UNSPACED) + r")"
+        r"\s*(?:[:=：]|\\+uff1a)\s*" + _Q + r"?" + _NOT_DONE + r"(?P<secret>[^\s\"'`,;，。、\\]{4,})"
+    ),
     # curl -u user:pass, --user user:pass
     "cli_credentials": r"(?:\s|^)(?:-u|--user)[\s=]+[\"']?[^\s:\"']+:" + _NOT_DONE + r"(?P<secret>[^\s\"']+)",
-    # scheme://user:pass@host → only pass goes; the user may be empty (redis://:pw@host) and
+    # scheme://user:pass@host (also JSON-escaped, https:\/\/…) → only pass goes; the user may be empty (redis://:pw@host) and
     # the password may hold '/' or '@' (the host is what follows the last '@').
     "url_password": (
-        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@\"'<>\\]*:" + _NOT_DONE
+        r"\b[a-zA-Z][a-zA-Z0-9+.-]*:(?:\\{0,7}/){2}[^\s:/@\"'<>\\]*:" + _NOT_DONE
         + r"(?P<secret>[^\s\"'<>\\]+?)(?=@[^\s@/\"'<>\\]*(?:[/\s?#\"'<>\\]|$))"
     ),
     # URL signatures of pre-signed links (S3, GCS, Azure SAS).
@@ -96,10 +172,11 @@ DEFAULT_PATTERNS: dict[str, str] = {
         r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token|x-amz-credential)="
         + _NOT_DONE + r"(?P<secret>[^\s&#\"'<>\\]{8,})"
     ),
-    # password=…, DB_PASSWORD: …, "api_key": "…", {\"api_key\": \"…\"} — the value only;
+    # password=…, DB_PASSWORD: …, REDIS_PASS=…, "api_key": "…", {\"api_key\": \"…\"},
+    # PHP/Ruby 'password' => '…', os.environ["X_PASSWORD"] = "…" — the value only;
     # values that are only digits (and dots) are usually settings (max_token=4096), not secrets.
     "assignment": (
-        r"(?im)(?:\b[A-Za-z0-9_]*(?:" + _SECRET_NAMES + r")\b" + _Q + r"?\s*(?:=|:(?=\s*" + _Q + r")|(?<=[\"']):)"
+        r"(?im)(?:\b[A-Za-z0-9_]*(?:" + _SECRET_NAMES + r")\b" + _Q + r"?\]?\s*(?:=>?|:(?=\s*" + _Q + r")|(?<=[\"']):)"
         r"|^\s*[A-Za-z0-9_]*(?:" + _SECRET_NAMES + r")\s*:)"
         r"\s*" + _Q + r"?" + _NOT_DONE + r"(?![\d.]+(?:[\s\"',;&\\]|$))(?P<secret>" + _VALUE + r"{4,})"
     ),
@@ -116,6 +193,8 @@ DEFAULT_PATTERNS: dict[str, str] = {
 # test is far cheaper than a regex scan. User patterns have no triggers and always run.
 TRIGGERS: dict[str, tuple[str, ...]] = {
     "private_key": ("-----begin",),
+    "base64_private_key": ("ls0tls1crudjti", "ls0tlujfr0lo", "tls0tqkvhsu4"),
+    "putty_private_key": ("private-lines:",),
     "age_secret_key": ("age-secret-key-",),
     "jwt": ("eyj",),
     "aws_access_key_id": ("akia", "asia", "a3t", "abia", "acca"),
@@ -131,7 +210,11 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "discord_webhook": ("/api/webhooks/",),
     "stripe_key": ("sk_", "rk_", "whsec_"),
     "google_api_key": ("aiza",),
-    "google_oauth": ("gocspx-", "ya29."),
+    "google_oauth": ("gocspx-", "ya29.", "1//0"),
+    "docker_pat": ("dckr_pat_", "dckr_oat_"),
+    "atlassian_api_token": ("atatt3",),
+    "onepassword_token": ("ops_eyj",),
+    "discord_bot_token": (),  # no fixed fragment: runs on every text past the gate
     "sendgrid_key": ("sg.",),
     "twilio_key": ("sk",),
     "mailgun_key": ("key-",),
@@ -156,8 +239,16 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "azure_storage_key": ("accountkey=",),
     "auth_header": ("authorization", "x-api-key", "x-auth-token", "private-token", "x-access-token"),
     "bearer_token": ("bearer",),
+    "mysql_password": ("mysql", "mariadb"),
+    "sshpass_password": ("sshpass",),
+    "redis_cli_password": ("redis-cli",),
+    "openssl_passphrase": ("pass:",),
+    "netrc_password": ("password",),
+    "pgpass_line": (),
+    "password_word": tuple(sorted({t for w in PASSWORD_WORDS_SPACED + PASSWORD_WORDS_UNSPACED
+                                   for t in (w, _escaped_trigger(w))})),
     "cli_credentials": ("-u", "--user"),
-    "url_password": ("://",),
+    "url_password": ("://", ":\\"),
     "url_signature": ("sig", "x-amz-", "x-goog-"),
     "assignment": ("pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", "accesskey", "access_key",
                    "access-key", "private_key", "private-key", "privatekey", "credential", "auth_key", "auth-key",
@@ -173,13 +264,16 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
 # A few substring tests and one split instead of a test per trigger: redaction must cost
 # little next to parsing (bench/ingest.py).
 GATE_FRAGMENTS: tuple[str, ...] = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "-----begin", "://",
-                                   "-u", "sig=")
+                                   "-u", "sig=", ":\\", "mysql", "mariadb", "redis-cli", "private-lines",
+                                   *TRIGGERS["password_word"])
 LONG_RUN = 15
 
 # Past the gate, one scan finds which triggers a text holds (at each position the longest
 # trigger starting there; the shorter triggers it begins with are implied), so only the rules
 # whose triggers are present run.
 _ALL = sorted({t for ts in TRIGGERS.values() for t in ts}, key=len, reverse=True)
+# Rules with no trigger run on every text that passes the gate.
+ALWAYS: frozenset[str] = frozenset(name for name, ts in TRIGGERS.items() if not ts)
 
 def _by_first_char(words: list[str]) -> str:
     """An alternation grouped by first character (``s(?:k-ant-|ecret|…)``): the regex engine
@@ -227,5 +321,23 @@ def looks_random(value: str) -> bool:
     return shannon_entropy(core) >= 3.5
 
 
+def encodes_private_key(value: str) -> bool:
+    """True when base64 ``value`` decodes to a PEM header naming a private key (not a certificate)."""
+    compact = re.sub(r"\\n|\s", "", value)
+    for skip in range(3):  # the header may sit at any of the three base64 alignments
+        head = compact[:120]
+        try:
+            decoded = base64.b64decode(head[: len(head) // 4 * 4], validate=False)
+        except (ValueError, binascii.Error):
+            decoded = b""
+        if b"PRIVATE KEY" in decoded:
+            return True
+        compact = "A" + compact  # realign: one more leading base64 digit
+    return False
+
+
 # Kinds whose match is kept unless its secret part passes this test.
-FILTERS: dict[str, Callable[[str], bool]] = {"keyed_high_entropy": looks_random}
+FILTERS: dict[str, Callable[[str], bool]] = {"keyed_high_entropy": looks_random,
+                                             "base64_private_key": encodes_private_key,
+                                             # a dotted identifier of the same shape is not random
+                                             "discord_bot_token": lambda v: looks_random(v.replace(".", ""))}

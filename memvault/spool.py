@@ -163,7 +163,16 @@ def clear_serve_info(state_dir: Path) -> None:
 
 
 def log_line(state_dir: Path, message: str) -> None:
-    """One line in ``.memvault/live.log`` (a hook must never print its trouble to the agent)."""
+    """One line in ``.memvault/live.log`` (a hook must never print its trouble to the agent).
+
+    The message is redacted (it may quote a path, a payload's key or an error that echoes a
+    value) and kept on one line with control characters shown as escapes: the log is read in
+    terminals, and a payload's ESC or newline must neither act there nor forge a log line.
+    """
+    from memvault.redact import redact_message  # light: the rules are the standard library's re
+    from memvault.terminal import one_line
+
+    message = one_line(redact_message(message))
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())

@@ -146,7 +146,7 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
     Long because it is the one loop over a file's slices: each slice's parse, redaction,
     watermark and batch hand-off must stay together so a crash resumes at a slice boundary.
     """
-    from memvault.redact import redact_json
+    from memvault.redact import redact, redact_json
     from memvault.sources import detect_format, parse_file
     from memvault.sources.export import EXPORT_KINDS, export_slices
 
@@ -188,6 +188,7 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
         result.errors.extend(parsed.errors)
         slice_errors = (offset == 0, list(parsed.errors))
         for name, n in parsed.skipped_types.items():
+            name = redact(name)[0]  # a "type" value of the transcript, echoed in the run report
             result.skipped_types[name] = result.skipped_types.get(name, 0) + n
         conversations = run.prepare(parsed.conversations)
         # Parser state is stored in the ledger too, and may quote message text (a title, an

@@ -94,3 +94,51 @@ FORMS: list[Form] = [
     _form("assignment", "{\\\"api_key\\\": \\\"{S}\\\"}", _rand(24)),
     _form("keyed_high_entropy", "MY_SECRET_VALUE={S}", _rand(12) + "9" + _rand(11)),
 ]
+
+# Round 2 (#26 §1): credentials whose form, not a vendor prefix, says what they are; each on a
+# line as it appears in a shell history, a config file or a chat. Appended, so the values above
+# (drawn from the same seeded generator) stay what they were.
+_PPK_PRIVATE = _rand(44, _ALNUM + "+/")
+_OPENSSH = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(_rand(70, _ALNUM + "+/") for _ in range(5)) \
+    + "\n-----END OPENSSH PRIVATE KEY-----\n"
+_B64_KEY = __import__("base64").b64encode(_OPENSSH.encode()).decode()
+
+FORMS += [
+    _form("mysql_password", "mysql -h db.internal -u app -p{S} orders < dump.sql", "T0p" + _rand(9) + "!"),
+    _form("sshpass_password", "sshpass -p '{S}' ssh deploy@10.0.4.12 'systemctl restart app'", "W1nt3r#" + _rand(6)),
+    _form("redis_cli_password", "redis-cli -h cache.internal -p 6379 -a {S} --no-auth-warning INFO keyspace",
+          "R3dis" + _rand(10)),
+    _form("openssl_passphrase", "openssl pkcs12 -in client.p12 -nodes -passin pass:{S} -out client.pem",
+          "Exp0rt" + _rand(8)),
+    _form("netrc_password", "cat ~/.netrc\nmachine api.heroku.com\n  login dev@example.org\n  password {S}\n",
+          "n3trc" + _rand(12)),
+    _form("pgpass_line", "echo 'db.prod.internal:5432:orders:app_rw:{S}' >> ~/.pgpass && chmod 600 ~/.pgpass",
+          "Pg" + _rand(14)),
+    _form("assignment", "'mysql' => [\n    'host' => env('DB_HOST'),\n    'password' => '{S}',\n],", "Lar4vel" + _rand(8)),
+    _form("assignment", 'os.environ["SMTP_PASSWORD"] = "{S}"\nsend_report()', "Smtp" + _rand(10)),
+    _form("assignment", "REDIS_HOST=cache\nREDIS_PASS={S}\nREDIS_DB=0", "rp" + _rand(14)),
+    _form("assignment", "export FTP_PASSWD={S}; lftp -u ops $FTP_HOST", "Ftp" + _rand(9)),
+    _form("assignment", "MYSQL_PWD={S} mysqldump --single-transaction shop > shop.sql", "My" + _rand(11)),
+    _form("docker_pat", "echo {S} | docker login -u acmebuild --password-stdin", "dckr_pat_" + _rand(27, _ALNUM + "_-")),
+    _form("google_oauth", '{"client_id": "1234.apps.googleusercontent.com", "refresh_token": "{S}"}',
+          "1//0g" + _rand(98, _ALNUM + "_-")),
+    _form("password_word", "Zugangsdaten für den Router — Benutzer: admin, Passwort: {S}", "Geh31m" + _rand(6)),
+    _form("password_word", "identifiant : compta, mot de passe : {S} (à changer)", "S0leil" + _rand(6)),
+    _form("password_word", "usuario: soporte / contraseña: {S}", "Cl4ve" + _rand(7)),
+    _form("password_word", "login: financeiro, senha: {S}", "S3nha" + _rand(7)),
+    _form("password_word", "логин: admin, пароль: {S}", "Par0l" + _rand(7)),
+    _form("password_word", "数据库账号 root，密码：{S}，请勿外传", "Mima" + _rand(8)),
+    _form("password_word", "ユーザー名: tanaka パスワード: {S}", "Pasu" + _rand(8)),
+    _form("base64_private_key", "apiVersion: v1\nkind: Secret\ntype: kubernetes.io/ssh-auth\ndata:\n  ssh-privatekey: {S}\n",
+          _B64_KEY),
+    _form("discord_bot_token", 'bot = commands.Bot(command_prefix="!")\nbot.run("{S}")',
+          "MT" + _rand(24, _ALNUM) + "." + _rand(6, _ALNUM + "_-") + "." + _rand(38, _ALNUM + "_-")),
+    _form("url_password", '{"remote": "https:\\/\\/deploy:{S}@git.example.com\\/acme\\/app.git"}', "J5on" + _rand(10)),
+    _form("atlassian_api_token", "curl -H 'Accept: application/json' --user me@acme.io:{S} https://acme.atlassian.net/rest/api/3/myself",
+          "ATATT3xFfGF0" + _rand(170, _ALNUM + "_-") + "=" + _hex(8).upper()),
+    _form("onepassword_token", "export OP_SERVICE_ACCOUNT_TOKEN={S}\nop read op://prod/db/password",
+          "ops_eyJzaWduSW5BZGRyZXNzIjoi" + _rand(300, _ALNUM + "+/")),
+    _form("putty_private_key", "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: deploy@ci\nPublic-Lines: 2\n"
+          "AAAAC3NzaC1lZDI1NTE5AAAAI" + _rand(20) + "\n" + _rand(24) + "\nPrivate-Lines: 1\n{S}\nPrivate-MAC: " + _hex(64),
+          _PPK_PRIVATE),
+]

@@ -7,7 +7,7 @@ import typer
 
 from memvault.cli.app import app
 from memvault.cli.context import home_settings
-from memvault.cli.output import console, render, reporting
+from memvault.cli.output import console, out, render, reporting
 from memvault.cli.params import JsonFlag
 
 PANEL = "Browse"
@@ -83,6 +83,6 @@ def show(
         convs = show_conversations(home_settings(ctx), refs)  # every id resolved before anything prints
 
         def text() -> None:
-            print("\n".join(conversation_markdown(c, full) for c in convs), end="")
+            out("\n".join(conversation_markdown(c, full) for c in convs), end="")
 
         render(as_json, convs[0] if len(convs) == 1 else convs, text)

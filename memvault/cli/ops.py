@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from memvault.cli.app import app
 from memvault.cli.context import home_settings, settings_of
-from memvault.cli.output import console, render, reporting
+from memvault.cli.output import console, out, render, reporting
 from memvault.cli.params import AtOpt, DryRunFlag, JsonFlag, PlatformOpt, UnitDirOpt
 
 PANEL = "Operations"
@@ -18,7 +18,7 @@ PANEL = "Operations"
 def _print_plan(plan: dict[str, Any]) -> None:
     for f in plan["files"]:
         console.print(f"[bold]write {escape(str(f['path']))}[/bold]", highlight=False)
-        print(f["content"])
+        out(f["content"])
     for path in plan["remove"]:
         console.print(f"[bold]remove {escape(str(path))}[/bold]", highlight=False)
     for cmd in plan["commands"]:

@@ -1,4 +1,11 @@
-"""Shared output helpers: `--json` rendering, errors as text or JSON, exit codes."""
+"""Shared output helpers: text for the terminal, `--json` rendering, errors as text or JSON, exit codes.
+
+Every command prints through this module: ``console``/``err_console`` (rich), ``plain`` and
+``out`` for memory text, ``emit_json`` for machine output. Memory text comes from transcripts,
+and a transcript may hold terminal controls (OSC 52 rewrites the clipboard, OSC 0 retitles the
+window, BEL, C1 CSI): on the way to a terminal they are shown as escapes (``\\x1b``), never
+acted on; ``--json`` keeps the exact text (JSON escapes them, and parsing gives them back).
+"""
 
 import json
 import sys
@@ -9,11 +16,22 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from memvault.errors import MemvaultError
+from memvault.terminal import JSON_ESCAPES, visible
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+
+class SafeConsole(Console):
+    """A rich console that shows the controls inside any string it renders (markup, table cells,
+    plain text) instead of sending them to the terminal; rich's own styling is unaffected."""
+
+    def render_str(self, text: str, *args: Any, **kwargs: Any) -> Text:
+        return super().render_str(visible(text), *args, **kwargs)
+
+
+console = SafeConsole(soft_wrap=True)
+err_console = SafeConsole(stderr=True, soft_wrap=True)
 
 
 def plain(text: str) -> None:
@@ -21,8 +39,14 @@ def plain(text: str) -> None:
     console.print(text, highlight=False, markup=False)
 
 
+def out(text: str, end: str = "\n") -> None:
+    """Write ``text`` to stdout untouched by rich (no wrapping, no markup), controls shown."""
+    sys.stdout.write(visible(text) + end)
+
+
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+    text = json.dumps(data, indent=2, default=str, ensure_ascii=False).translate(JSON_ESCAPES)
+    sys.stdout.write(text + "\n")
 
 
 @contextmanager

@@ -119,11 +119,16 @@ def run(
 def redact(
     ctx: typer.Context,
     rescan: Annotated[bool, typer.Option("--rescan", help="Apply the current patterns to everything stored.")] = False,
+    rewrite_history: Annotated[bool, typer.Option(
+        "--rewrite-history", help="Also rewrite every commit of the vault's git branch (the old one is kept "
+                                  "under refs/memvault/backup/).")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Redact secrets already stored (ledger, index, vault) with the current patterns.
 
-    Example: memvault redact --rescan --json
+    Git history older than the rescan is rewritten only with --rewrite-history.
+
+    Example: memvault redact --rescan --rewrite-history --json
     """
     from memvault.errors import UsageError
     from memvault.ops.rescan import rescan as run_rescan
@@ -131,9 +136,10 @@ def redact(
     with reporting(as_json):
         if not rescan:
             raise UsageError("nothing to do: `memvault redact --rescan` applies the current patterns "
-                             "(built-in plus [ingest] redact_patterns) to everything already stored")
+                             "(built-in plus [ingest] redact_patterns) to everything already stored"
+                             + (" (--rewrite-history goes with --rescan)" if rewrite_history else ""))
         settings = home_settings(ctx)
-        report = run_rescan(settings)
+        report = run_rescan(settings, rewrite_history=rewrite_history)
         data = report.model_dump(mode="json")
         render(as_json, data, lambda: _print_rescan(data))
 
@@ -154,6 +160,14 @@ def _print_rescan(data: dict[str, Any]) -> None:
     for path in data["backups"]:
         console.print(f"  [yellow]backup {path} may still hold originals; delete it once you trust the "
                       "current ledger[/yellow]", highlight=False)
+    history = data.get("history")
+    if history and history["backup_ref"]:
+        console.print(f"  git: {history['commits_changed']} of {history['commits']} commit(s) rewritten, "
+                      f"{history['blobs_changed']} file version(s) redacted; old history kept under "
+                      f"{history['backup_ref']}", highlight=False)
+        for path in history["worktree_differs"]:
+            console.print(f"  [yellow]{path} differs from the rewritten history: it still holds a secret in the "
+                          "working tree (not a file memvault rewrites)[/yellow]", highlight=False)
     console.print(f"[bold]note:[/bold] {data['note']}", highlight=False)
 
 

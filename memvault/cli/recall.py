@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from memvault.cli.app import app
 from memvault.cli.context import service_of
-from memvault.cli.output import console, plain, render, reporting
+from memvault.cli.output import console, out, plain, render, reporting
 from memvault.cli.params import JsonFlag, TitleArg
 
 PANEL = "Recall"
@@ -51,7 +51,7 @@ def recall(
         result = service_of(ctx).recall(query, max_nodes=max_nodes, max_chars=max_chars, scope=scope, cwd=os.getcwd())
 
         def text() -> None:
-            print(result["block"])
+            out(result["block"])
             if explain:
                 for h in result["hits"]:
                     plain(f"{h['score']:.4f} {h['path']}: {h['explain']}")
@@ -162,7 +162,7 @@ def read(
     with reporting(as_json):
         service = service_of(ctx)
         data = service.read_section(title, section) if section else service.read_article(title)
-        render(as_json, data, lambda: print(data["text"], end=""))
+        render(as_json, data, lambda: out(data["text"], end=""))
 
 
 @app.command(rich_help_panel=PANEL)

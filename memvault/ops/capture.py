@@ -49,6 +49,20 @@ def entry_for(payload: Any, source: str) -> dict[str, Any]:
     raise ValueError("hook payload has no transcript_path (and is not a Codex notify event)")
 
 
+def payload_shape(raw: str) -> str:
+    """What a rejected payload looked like, for live.log: its size and, for a JSON object, its
+    key names — never its text, which may hold a secret in a form no rule knows."""
+    try:
+        value = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        return f"payload of {len(raw)} characters, not JSON"
+    if isinstance(value, dict):
+        keys = ", ".join(repr(k if len(k) <= 40 and k.isprintable() else k[:40].encode("unicode_escape").decode() + "…")
+                         for k in list(value)[:12])
+        return f"payload of {len(raw)} characters, a JSON object with keys {keys}"
+    return f"payload of {len(raw)} characters, a JSON {type(value).__name__}"
+
+
 def spawn_drainer(home: Path) -> int | None:
     """Start `memvault drain --wait` detached (its own session, no terminal); returns its pid."""
     log = open(home / ".memvault" / spool.LIVE_LOG, "a")  # the child inherits it; closed here after
@@ -75,7 +89,7 @@ def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = Tru
         entry = entry_for(json.loads(raw) if raw.strip() else None, source)
         path = spool.append(state, entry)
     except (ValueError, OSError) as exc:
-        spool.log_line(state, f"capture: {exc} — event ignored (payload starts {raw[:120]!r})")
+        spool.log_line(state, f"capture: {exc} — event ignored ({payload_shape(raw)})")
         return {"spooled": None, "error": str(exc)}
     # Written before the check: a drainer that is just finishing looks at the spool again
     # after releasing its lock, so this entry is never stranded between the two.

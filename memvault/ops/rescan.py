@@ -5,12 +5,16 @@ a rescan brings the past up to date: the ledger (messages, titles, chunks, parse
 node index (documents whose text holds a secret are removed; the next run's index stage
 rebuilds them from the redacted ledger and vault) and the vault's Markdown files. Overwritten
 bytes are purged where memvault controls them: the ledger file is rewritten and the index's
-old versions are dropped. Git history is the user's to rewrite; the report says how.
+old versions are dropped. Git history older than the rescan is rewritten only on request
+(``rewrite_history``: every commit of the vault's branch, a backup ref kept); otherwise the
+report says that it still holds the originals and how to purge them.
 """
 
 import json
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -21,10 +25,19 @@ from memvault.settings import Settings
 
 VAULT_FOLDERS = ("articles", "Talk", "Meta")
 HISTORY_NOTE = (
-    "Older git commits of the vault still hold the original text. To purge it, rewrite the "
-    "history of {home}: `git filter-repo --replace-text <file of secrets>` (or BFG Repo-Cleaner "
-    "`bfg --replace-text`), then `git reflog expire --expire=now --all && git gc --prune=now "
-    "--aggressive`; clones and backups of the home keep their own copies."
+    "Git history older than this rescan is rewritten only on request: older commits of the vault "
+    "still hold the original text until you run `memvault redact --rescan --rewrite-history` (it "
+    "rewrites every commit of the vault's branch and keeps the old one under refs/memvault/backup/), "
+    "or rewrite {home} yourself (`git filter-repo --replace-text`, BFG); then "
+    "`git reflog expire --expire=now --all && git gc --prune=now`. Clones and backups of the home "
+    "keep their own copies."
+)
+REWRITTEN_NOTE = (
+    "The vault's branch '{branch}' was rewritten: {changed} of {commits} commit(s) changed. The old "
+    "history is kept under {backup} until you delete it: once the rewrite looks right, "
+    "`git -C {home} update-ref -d {backup} && git -C {home} reflog expire --expire=now --all && "
+    "git -C {home} gc --prune=now` removes the originals for good. Clones and backups of the home keep "
+    "their own copies."
 )
 
 
@@ -39,6 +52,7 @@ class RescanReport(BaseModel):
     vault_files: list[str] = Field(default_factory=list, description="Vault files rewritten (relative)")
     committed: bool = False
     backups: list[str] = Field(default_factory=list, description="Ledger backups that may hold originals")
+    history: dict[str, Any] | None = Field(default=None, description="What --rewrite-history changed (None: not asked)")
     note: str = ""
 
 
@@ -95,11 +109,11 @@ def _rescan_index(session: Session, patterns: dict[str, str] | None, report: Res
     return [d.removeprefix("conv:") for d in docs if d.startswith("conv:")]
 
 
-def rescan(settings: Settings) -> RescanReport:
+def rescan(settings: Settings, rewrite_history: bool = False) -> RescanReport:
     """Redact everything stored under ``settings.home`` with the current patterns.
 
-    Under the writer lock. Order: vault, ledger, index — each step is idempotent, so an
-    interrupted rescan is finished by running it again.
+    Under the writer lock. Order: vault, ledger, index, then (when asked) the vault's git
+    history — each step is idempotent, so an interrupted rescan is finished by running it again.
     """
     patterns = settings.ingest.redact_patterns or None
     report = RescanReport()
@@ -114,6 +128,25 @@ def rescan(settings: Settings) -> RescanReport:
             ledger.compact()  # freed blocks would otherwise still hold the old text
         requeue = _rescan_index(session, patterns, report, touched)
         ledger.clear_indexed(requeue)
+        if rewrite_history:
+            _rewrite_history(session, patterns, report)
     report.backups = sorted(str(p) for p in Path(settings.state_dir).glob("*.bak"))
-    report.note = HISTORY_NOTE.format(home=settings.home)
+    if report.note == "":
+        report.note = HISTORY_NOTE.format(home=settings.home)
     return report
+
+
+def _rewrite_history(session: Session, patterns: dict[str, str] | None, report: RescanReport) -> None:
+    """Every commit of the vault's branch again, its files and message redacted (after the
+    working tree was, so the tree stays clean)."""
+    from stores.vault_history import rewrite_branch
+
+    home = session.settings.home
+    branch = session.vault.check_writable()
+    result = rewrite_branch(home, branch, lambda text: redact(text, patterns)[0])
+    report.history = asdict(result)
+    if result.backup_ref:
+        report.note = REWRITTEN_NOTE.format(branch=branch, changed=result.commits_changed, commits=result.commits,
+                                            backup=result.backup_ref, home=home)
+    else:
+        report.note = f"The vault's branch '{branch}' holds no secret in any of its {result.commits} commit(s): nothing rewritten."
