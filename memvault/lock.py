@@ -19,6 +19,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from memvault.errors import LockedError
+from memvault.files import owner_only_umask
 
 LOCK_NAME = "writer.lock"
 POLL_S = 0.1
@@ -75,6 +76,7 @@ def wait_until_free(state_dir: Path, timeout_s: float) -> None:
 @contextmanager
 def writer_lock(state_dir: Path, command: str, timeout_s: float = 5.0) -> Iterator[None]:
     """Hold the writer lock for the duration of the block; wait up to ``timeout_s``."""
+    owner_only_umask()  # every writer (CLI, flow, MCP, drainer) creates owner-only files
     state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / LOCK_NAME
     lock = _lock(path)

@@ -94,7 +94,8 @@ class DrainLock:
     def acquire(self) -> bool:
         """Take the lock without waiting; False when another drainer holds it."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a+")
+        # Owner-only even in a process that never narrowed its umask (a test, a library caller).
+        fh = os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a+")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

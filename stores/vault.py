@@ -59,6 +59,17 @@ class Vault:
         git.Repo.init(self.home, initial_branch="main")
         return True
 
+    def keep_owner_only(self) -> None:
+        """Have git itself create owner-only files in this repository (objects 0400, the rest
+        0600, folders 0700), whoever runs git in it and with whatever umask: git writes objects
+        0444 otherwise, readable by every account."""
+        repo = self._repo
+        with repo.config_reader() as cfg:
+            if cfg.has_option("core", "sharedRepository") and str(cfg.get_value("core", "sharedRepository")) == "0600":
+                return
+        with repo.config_writer() as cfg:
+            cfg.set_value("core", "sharedRepository", "0600")
+
     def record_branch(self) -> str:
         """The vault's own branch, recorded once (init, or the first write of an older home):
         the branch HEAD is on, ``main`` for a repository with no commit yet."""

@@ -12,11 +12,13 @@ imported at all and ``main`` runs the hook directly: a hook then starts in milli
 import sys
 
 from memvault.cli.live_fast import is_hook_process, run_hook
+from memvault.files import owner_only_umask
 
 if is_hook_process(sys.argv):
 
     def main() -> None:
         """The `memvault` console script, as an agent hook."""
+        owner_only_umask()  # whatever the user's umask, what a hook creates is the owner's only
         raise SystemExit(run_hook(sys.argv))
 
 else:
@@ -28,6 +30,7 @@ else:
     def main() -> None:
         """The `memvault` console script; a read-only query ends without interpreter teardown
         (see ``memvault.cli.context.quick_exit``)."""
+        owner_only_umask()  # whatever the user's umask, a home's folders and files are owner-only
         try:
             app()
         except SystemExit as exc:

@@ -1,5 +1,7 @@
 """Commands of the memory home: `init` and `status`."""
 
+from typing import Annotated
+
 import typer
 from rich.markup import escape
 
@@ -9,26 +11,33 @@ from memvault.cli.output import console, render, reporting
 from memvault.cli.params import JsonFlag
 
 PANEL = "Memory home"
+FixPermissionsFlag = Annotated[bool, typer.Option(
+    "--fix-permissions", help="Also make an existing home owner-only (folders 0700, files 0600).")]
 
 
 @app.command(rich_help_panel=PANEL)
-def init(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+def init(ctx: typer.Context, as_json: JsonFlag = False, fix_permissions: FixPermissionsFlag = False) -> None:
     """Create the memory home (idempotent: adds missing files, never overwrites).
 
     Example: memvault --home ~/memvault init
+    Example: memvault init --fix-permissions
     """
     from memvault.ops.home import init_home, sources_snippet
 
     with reporting(as_json):
         settings = settings_of(ctx)
-        result = init_home(settings.home, settings.lock_timeout_s)
+        result = init_home(settings.home, settings.lock_timeout_s, fix_permissions=fix_permissions)
         data = {"home": str(result.home), "created": result.created, "kept": result.kept,
+                "narrowed": len(result.narrowed),
                 "committed": result.committed,
                 "detected_sources": [{"kind": k, "path": p} for k, p in result.detected_sources]}
 
         def text() -> None:
             verb = "created" if result.created else "already complete"
             console.print(f"memory home {result.home}: {verb} ({len(result.created)} file(s) added)", highlight=False)
+            if fix_permissions:
+                console.print(f"permissions: {len(result.narrowed)} folder(s) or file(s) narrowed to owner-only",
+                              highlight=False)
             if result.detected_sources:
                 found = ", ".join(f"{kind} at {path}" for kind, path in result.detected_sources)
                 console.print(f"found transcripts: {found} — add to {result.home / 'memvault.toml'}:",

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault import spool
+from memvault.files import owner_only_umask
 
 KINDS = ("claude-code", "codex", "pi", "auto")
 
@@ -83,6 +84,7 @@ def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = Tru
     or serve, ``error``: why nothing was spooled) — the CLI prints nothing of it.
     """
     state = home / ".memvault"
+    owner_only_umask()  # the spool entry and live.log are the owner's only
     if not state.is_dir():
         return {"spooled": None, "error": f"no memory home at {home} — run `memvault init`"}
     try:

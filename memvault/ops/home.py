@@ -14,6 +14,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from memvault.errors import NoHomeError
+from memvault.files import narrow_permissions, owner_only_umask, wide_paths
 from memvault.lock import writer_lock
 from stores.vault import Vault
 
@@ -36,6 +37,7 @@ class InitResult:
     kept: list[str] = field(default_factory=list)
     committed: str | None = None
     detected_sources: list[tuple[str, str]] = field(default_factory=list)
+    narrowed: list[str] = field(default_factory=list)
 
 
 def _template_files() -> list[tuple[str, bytes]]:
@@ -78,16 +80,34 @@ def sources_snippet(sources: list[tuple[str, str]]) -> str:
     return "".join(f"\n[[sources]]\nkind = {quoted(kind)}\npath = {quoted(path)}\n" for kind, path in sources)
 
 
-def init_home(home: Path, lock_timeout_s: float = 5.0) -> InitResult:
+def init_home(home: Path, lock_timeout_s: float = 5.0, fix_permissions: bool = False) -> InitResult:
     """Create or complete the memory home at ``home``, under the writer lock (waiting up to
-    ``lock_timeout_s``, the settings' `lock_timeout_s`).
+    ``lock_timeout_s``, the settings' `lock_timeout_s`); with ``fix_permissions``, narrow
+    what is wider than owner-only in an existing home too (``InitResult.narrowed``).
 
     The lock is taken directly, not through a writing session: there are no settings to
     load before the home (and its memvault.toml) exists.
     """
+    owner_only_umask()
     home.mkdir(parents=True, exist_ok=True)
     with writer_lock(home / ".memvault", "memvault init", lock_timeout_s):
-        return _init(home)
+        result = _init(home)
+        if fix_permissions:
+            result.narrowed = [str(p.relative_to(home)) or "." for p in narrow_permissions(home)]
+        return result
+
+
+def permission_warnings(home: Path) -> list[str]:
+    """What `status` (and `doctor`) say when the home is wider than owner-only: other accounts
+    on this machine could read the memory."""
+    wide = wide_paths(home, limit=1000)
+    if not wide:
+        return []
+    first = wide[0]
+    mode = oct(first.lstat().st_mode & 0o777)[2:]
+    more = "1000 or more" if len(wide) >= 1000 else str(len(wide))
+    return [f"the memory home is readable by other accounts: {more} folder(s) or file(s) are wider than owner-only "
+            f"(e.g. {first} is {mode}) — `memvault init --fix-permissions` narrows them to 0700/0600"]
 
 
 def _init(home: Path) -> InitResult:
@@ -104,6 +124,7 @@ def _init(home: Path) -> InitResult:
         (home / folder).mkdir(parents=True, exist_ok=True)
     vault = Vault(home)
     created_repo = vault.init_repo()
+    vault.keep_owner_only()
     # The branch memvault commits to from now on: main for a new repository, else the current one.
     vault.record_branch()
     if created_repo or vault.commit_count() == 0:

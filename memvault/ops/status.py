@@ -9,7 +9,7 @@ from dataclasses import asdict
 from typing import Any
 
 from memvault.errors import LedgerBusy
-from memvault.ops.home import require_home
+from memvault.ops.home import permission_warnings, require_home
 from memvault.settings import Settings
 
 
@@ -47,6 +47,7 @@ def gather_status(settings: Settings) -> dict[str, Any]:
     index = NodeIndex.inspect(settings)
     data["nodes"] = index.nodes
     data["warnings"] = _index_agreement(settings, indexed) if indexed is not None else []
+    data["warnings"] += permission_warnings(settings.home)
     data.update(_operations(settings, index.uri, index.bytes, index.model))
     return data
 
