@@ -259,6 +259,28 @@ class McpSettings(Section):
     allow_write: bool = Field(default=False, description="Offer the write tool `remember` (off: agents can only read)")
 
 
+class HubSettings(Section):
+    """One memory for several machines: a client's `[hub]` (where captures, recall, search and
+    notes go) and a hub's own limits. Written by `memvault agent-setup … --hub URL --token-file FILE`."""
+
+    url: str | None = Field(default=None, description="Base URL of the hub (`memvault serve --token-file` on the machine that keeps the memory); set: this home is a client")
+    token_file: str | None = Field(default=None, description="File holding the hub's bearer token (copied from the hub; mode 0600)")
+    machine: str | None = Field(default=None, description="This machine's name on the hub (default: the host name)")
+    insecure: bool = Field(default=False, description="Allow a plain http:// hub URL that is not on loopback (the token and your memory cross the network in clear)")
+    timeout_s: float = Field(gt=0, default=10.0, description="Client: HTTP timeout for a call to the hub, in seconds")
+    max_capture_bytes: int = Field(ge=1024, default=64 * 1024 * 1024, description="Hub: largest capture request body it accepts (a bigger one is refused with 413)")
+
+    @field_validator("url")
+    @classmethod
+    def _safe_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        from memvault.hub_wire import check_url
+
+        check_url(value, insecure=True)  # the scheme and host; loopback vs --insecure is checked on use
+        return value.strip().rstrip("/")
+
+
 class Settings(BaseSettings):
     """Root of every memvault setting."""
 
@@ -284,6 +306,7 @@ class Settings(BaseSettings):
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     live: LiveSettings = Field(default_factory=LiveSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    hub: HubSettings = Field(default_factory=HubSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -33,24 +33,44 @@ def serve(
     host: Annotated[str, typer.Option("--host", metavar="ADDRESS",
                                       help="Address to bind (loopback unless --allow-remote).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", metavar="PORT", min=1, max=65535, help="TCP port.")] = 8765,
+    token_file: Annotated[Path | None, typer.Option(
+        "--token-file", metavar="FILE",
+        help="Require `Authorization: Bearer <token>` (the token in FILE; created, mode 0600, if missing) and "
+             "accept captures and notes from other machines (the hub).")] = None,
     allow_remote: Annotated[bool, typer.Option(
-        "--allow-remote", help="Allow a non-loopback --host (the API has no authentication).")] = False,
+        "--allow-remote", help="Allow a non-loopback --host (needs --token-file).")] = False,
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", metavar="NAME", help="A Host name clients use to reach this server (repeatable).")] = None,
 ) -> None:
-    """Serve the agent API as local HTTP/JSON, and a read-only web page at /.
+    """Serve the agent API as HTTP/JSON and a read-only web page at /; with --token-file, the hub of your machines.
 
-    Search, recall, timeline, get, articles and conversations, on loopback unless told otherwise.
+    Search, recall, timeline, get, articles and conversations on loopback; with a token file,
+    also POST /v1/capture and /v1/note for other machines (see docs/agents.md).
 
-    Example: memvault serve --port 8765
+    Example: memvault serve --token-file ~/memvault/.memvault/hub.token --host 0.0.0.0 --allow-remote --allow-host mini.local
     """
+    from memvault.hub_wire import create_token_file, read_token
     from memvault.servers import open_service
     from memvault.servers.http import check_bind, serve as run_http
 
     with reporting(False):
-        check_bind(host, allow_remote)  # before loading anything: misuse fails fast, exit 2
+        check_bind(host, allow_remote, token_file)  # before loading anything: misuse fails fast, exit 2
+        token = None
+        if token_file is not None:
+            path = token_file.expanduser().absolute()
+            if create_token_file(path):
+                err_console.print(f"created token file {path} (mode 0600) — copy it to each client", highlight=False)
+            token = read_token(path)
+            err_console.print(f"token: {path}", highlight=False)
+            from memvault.ops.hub_inbox import register_hub_source
+
+            # Before the service loads the settings: the hub's folder is one of its sources.
+            register_hub_source(home_settings(ctx).home)
         shared = open_service(ctx.obj.get("home"))
         err_console.print(f"memvault HTTP API on http://{host}:{port} — the web page at /, GET /health, /search?q=, "
-                          "/recall?q=, /articles, /conversations (Ctrl-C stops)", highlight=False)
-        run_http(shared, host, port, allow_remote)
+                          "/recall?q=, /articles, /conversations" + (", the hub at /v1/ (token required)" if token else "")
+                          + " (Ctrl-C stops)", highlight=False)
+        run_http(shared, host, port, allow_remote, token, tuple(allow_host or ()))
 
 
 @app.command("index-brief", rich_help_panel=PANEL)

@@ -21,7 +21,8 @@ def home_settings(ctx: typer.Context) -> "Settings":
     from memvault.ops.home import require_home
 
     settings = settings_of(ctx)
-    require_home(settings.home)
+    if not settings.hub.url:  # a hub client's home holds only its settings and its spool
+        require_home(settings.home)
     return settings
 
 

@@ -66,6 +66,16 @@ def drain(
 
     with reporting(as_json):
         settings = home_settings(ctx)
+        if settings.hub.url:  # a hub client: send the spool to the hub instead
+            from memvault.hub_push import push_spool
+
+            pushed = push_spool(settings.home)
+            render(as_json, pushed, lambda: console.print(
+                f"pushed {pushed['pushed']} spool entr{'y' if pushed['pushed'] == 1 else 'ies'} to {pushed['hub']}"
+                + (f"; {pushed['kept']} kept ({pushed['errors'][-1]})" if pushed["errors"] else ""), highlight=False))
+            if pushed["errors"]:
+                raise typer.Exit(1)
+            return
         totals = run_drainer(settings, wait=wait)
 
         def text() -> None:
@@ -125,7 +135,14 @@ def note(
 
     with reporting(as_json):
         settings = home_settings(ctx)
-        result = add_note(settings, text, title=title, project=project)
+        if settings.hub.url:  # a hub client: the note goes to the hub (spooled while it is away)
+            from memvault.ops import hub_remote
+
+            hub = hub_remote.hub_of(settings)
+            assert hub is not None
+            result = hub_remote.note(hub, settings.home, text, title, project)
+        else:
+            result = add_note(settings, text, title=title, project=project)
 
         def show() -> None:
             if result["queued"]:

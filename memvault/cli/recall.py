@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 
 from memvault.cli.app import app
-from memvault.cli.context import service_of
+from memvault.cli.context import service_of, settings_of
 from memvault.cli.output import console, out, plain, render, reporting
 from memvault.cli.params import JsonFlag, TitleArg
 
@@ -46,9 +46,18 @@ def recall(
 
     from memvault.recall.scope import Scope
 
+    from memvault.ops.hub_remote import hub_of
+
     with reporting(as_json):
-        scope = Scope.of(project, source, since, until)
-        result = service_of(ctx).recall(query, max_nodes=max_nodes, max_chars=max_chars, scope=scope, cwd=os.getcwd())
+        hub = hub_of(settings_of(ctx))
+        if hub is not None:  # a hub client: the memory is on the hub
+            from memvault.ops import hub_remote
+
+            result = hub_remote.recall(hub, query, max_nodes, max_chars, project, source, since, until)
+        else:
+            scope = Scope.of(project, source, since, until)
+            result = service_of(ctx).recall(query, max_nodes=max_nodes, max_chars=max_chars, scope=scope,
+                                            cwd=os.getcwd())
 
         def text() -> None:
             out(result["block"])
@@ -75,8 +84,16 @@ def search(
 
     from memvault.recall.scope import Scope
 
+    from memvault.ops.hub_remote import hub_of
+
     with reporting(as_json):
-        hits = service_of(ctx).search(query, limit, scope=Scope.of(project, source, since, until), cwd=os.getcwd())
+        hub = hub_of(settings_of(ctx))
+        if hub is not None:  # a hub client: the memory is on the hub
+            from memvault.ops import hub_remote
+
+            hits = hub_remote.search(hub, query, limit, project, source, since, until)
+        else:
+            hits = service_of(ctx).search(query, limit, scope=Scope.of(project, source, since, until), cwd=os.getcwd())
 
         def text() -> None:
             for h in hits:

@@ -3,7 +3,8 @@
 A hook runs on the agent's path, so this module imports only the standard library and
 `memvault.spool`: no settings, no DuckDB, no LanceDB, no model. It never raises and never
 prints to the agent: bad input goes to ``.memvault/live.log`` and the hook exits 0 all the
-same. When no drainer runs (and no `memvault serve` drains), it starts one, detached.
+same. When no drainer runs (and no `memvault serve` drains), it starts one, detached; in a
+hub client's home (a ``[hub]`` table) it starts the pusher instead (`memvault.hub_push`).
 
 Payloads understood:
 
@@ -23,6 +24,7 @@ from typing import Any
 
 from memvault import spool
 from memvault.files import owner_only_umask
+from memvault.hub_wire import hub_table
 
 KINDS = ("claude-code", "codex", "pi", "auto")
 
@@ -77,6 +79,19 @@ def spawn_drainer(home: Path) -> int | None:
     return proc.pid
 
 
+def spawn_pusher(home: Path) -> int | None:
+    """Start the hub client's pusher (`memvault.hub_push`, standard library only) detached."""
+    log = open(home / ".memvault" / spool.LIVE_LOG, "a")
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memvault.hub_push", "--home", str(home)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+        )
+    finally:
+        log.close()
+    return proc.pid
+
+
 def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = True) -> dict[str, Any]:
     """Spool the event in ``raw`` (hook JSON) for ``home``; never raises.
 
@@ -96,7 +111,16 @@ def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = Tru
     # Written before the check: a drainer that is just finishing looks at the spool again
     # after releasing its lock, so this entry is never stranded between the two.
     drainer = "running"
-    if spawn:
+    if spawn and hub_table(home) is not None:
+        # A hub client: the entry is pushed to the hub (only its unacknowledged bytes), not ingested here.
+        try:
+            if not spool.drainer_running(state):
+                spawn_pusher(home)
+                drainer = "pusher"
+        except OSError as exc:
+            spool.log_line(state, f"capture: could not start the hub pusher ({exc}); `memvault drain` sends the spool")
+            drainer = "failed"
+    elif spawn:
         try:
             serve = spool.serve_info(state)
             if serve and serve.get("drains"):

@@ -49,6 +49,24 @@ def _via_serve(info: dict[str, Any], prompt: str, cwd: str | None, timeout_s: fl
         return answer
 
 
+def _via_hub(home: Path, prompt: str, cwd: str | None) -> tuple[str, str] | None:
+    """A hub client asks its hub (None for a home with its own memory); trouble is logged, never raised."""
+    from memvault.hub_wire import HubError, hub_table
+
+    if hub_table(home) is None:
+        return None
+    from memvault.errors import MemvaultError
+    from memvault.hub_push import client_hub
+
+    try:
+        hub = client_hub(home)
+        assert hub is not None
+        return str(hub.post("/v1/prompt-recall", {"prompt": prompt, "cwd": cwd}).get("block") or ""), "hub"
+    except (HubError, MemvaultError) as exc:
+        spool.log_line(home / ".memvault", f"prompt-recall: {exc} — nothing injected")
+        return "", "error"
+
+
 def prompt_recall(home: Path, raw: str, timeout_s: float | None = None) -> tuple[str, str]:
     """What the hook prints for the payload ``raw``, and how it was answered
     (``serve``, ``direct``, ``empty`` or ``error``); never raises."""
@@ -64,6 +82,8 @@ def prompt_recall(home: Path, raw: str, timeout_s: float | None = None) -> tuple
     except ValueError as exc:
         spool.log_line(state, f"prompt-recall: {exc} — nothing injected")
         return "", "error"
+    if (hub := _via_hub(home, prompt, cwd)) is not None:
+        return hub
     info = spool.serve_info(state) if state.is_dir() else None
     if info is not None:
         try:

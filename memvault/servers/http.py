@@ -1,11 +1,12 @@
-"""`memvault serve`: the agent API as a small local HTTP/JSON service (Starlette + uvicorn).
+"""`memvault serve`: the agent API as a small HTTP/JSON service (Starlette + uvicorn).
 
-It has no authentication and serves the whole memory, so it binds to loopback unless the
-user asks for another address *and* passes ``--allow-remote``. On loopback it also checks
-the Host header, so a web page cannot reach it through DNS rebinding.
+It serves the whole memory, so it binds to loopback unless the user asks for another address
+*and* passes ``--allow-remote`` with ``--token-file`` (every request then carries the token,
+`memvault.servers.auth`). The Host header is checked always, so a web page cannot reach it
+through DNS rebinding. With a token it is also a hub (`memvault.servers.hub`): other
+machines send their transcripts and notes to it, and ask it for recall.
 """
 
-import ipaddress
 from collections.abc import Callable
 from typing import Any
 
@@ -18,31 +19,28 @@ from starlette.routing import Route
 
 from memvault.errors import (AmbiguousIdError, IndexMismatchError, LedgerBusy, MemvaultError, NotFoundError,
                              UsageError)
+from memvault.hub_wire import is_loopback
 from memvault.ops.memory import MemoryService
 from memvault.ops.prompt_recall import prompt_block
 from memvault.servers import SharedService
+from memvault.servers.auth import Guard, host_of
+from memvault.servers.hub import hub_routes
 
-LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
-
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and localhost; anything else would expose the memory."""
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+__all__ = ["build_app", "check_bind", "host_of", "is_loopback", "serve"]
 
 
-def check_bind(host: str, allow_remote: bool) -> None:
-    """Refuse a non-loopback address unless the user explicitly allows it."""
-    if not is_loopback(host) and not allow_remote:
+def check_bind(host: str, allow_remote: bool, token_file: object = None) -> None:
+    """Refuse a non-loopback address unless the user explicitly allows it, and then only with a token."""
+    if is_loopback(host):
+        return
+    if not allow_remote:
         raise UsageError(
-            f"refusing to bind {host}: the HTTP API has no authentication and serves your whole memory "
-            "to anyone who can reach it — keep the default 127.0.0.1, or pass --allow-remote as well "
-            "if you really want it reachable from other machines"
+            f"refusing to bind {host}: that serves your whole memory to anyone who can reach it — keep the "
+            "default 127.0.0.1, or pass --allow-remote with --token-file FILE (every request then needs the token)"
         )
+    if token_file is None:
+        raise UsageError(f"refusing --allow-remote on {host} without --token-file FILE: the API would answer anyone "
+                         "on the network — add --token-file ~/memvault/.memvault/hub.token (created if missing)")
 
 
 def _int(request: Request, name: str, default: int | None, low: int = 0, high: int = 100_000) -> int | None:
@@ -82,33 +80,18 @@ def _error(status: int, exc: Exception) -> JSONResponse:
     return JSONResponse({"error": str(exc), "type": type(exc).__name__}, status_code=status)
 
 
-def host_of(header: str) -> str:
-    """The host part of a Host header (``[::1]:8765`` → ``::1``, ``localhost:80`` → ``localhost``)."""
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1:header.find("]")] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+def error_response(exc: MemvaultError) -> JSONResponse:
+    """The JSON error for a failed call: 404, 400 misuse, 409 ambiguous, 503 busy or stale, else 500."""
+    status = (404 if isinstance(exc, NotFoundError) else 400 if isinstance(exc, UsageError)
+              else 409 if isinstance(exc, AmbiguousIdError) else 503 if isinstance(exc, (IndexMismatchError, LedgerBusy))
+              else 500)
+    return _error(status, exc)
 
 
-class LoopbackHostOnly:
-    """Reject requests whose Host header is not a loopback name (defeats DNS rebinding)."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
-            if not is_loopback(host_of(host)):
-                response = JSONResponse({"error": f"Host {host!r} is not a loopback name; this API answers only "
-                                                  "local clients", "type": "HTTPError"}, status_code=421)
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-def build_app(shared: SharedService, loopback_only: bool = True) -> Starlette:
-    """The Starlette app; ``loopback_only`` rejects requests addressed to a non-loopback Host."""
+def build_app(shared: SharedService, allowed_hosts: tuple[str, ...] = (), token: str | None = None) -> Starlette:
+    """The Starlette app. Requests must name a loopback Host or one of ``allowed_hosts``; with
+    ``token``, every request but ``GET /health`` and the page's files must carry it, and the
+    hub's write routes (`POST /v1/capture`, `/v1/note`) exist."""
 
     def endpoint(fn: Callable[[Request, MemoryService], Any], ledger: bool = False) -> Callable[[Request], JSONResponse]:
         # Sync endpoints run in Starlette's thread pool; the service call is serialized inside
@@ -117,16 +100,8 @@ def build_app(shared: SharedService, loopback_only: bool = True) -> Starlette:
             call = shared.call_ledger if ledger else shared.call
             try:
                 return JSONResponse(call(lambda s: fn(request, s)))
-            except NotFoundError as exc:
-                return _error(404, exc)
-            except UsageError as exc:
-                return _error(400, exc)
-            except AmbiguousIdError as exc:
-                return _error(409, exc)
-            except (IndexMismatchError, LedgerBusy) as exc:
-                return _error(503, exc)
             except MemvaultError as exc:
-                return _error(500, exc)
+                return error_response(exc)
 
         return handle
 
@@ -160,6 +135,7 @@ def build_app(shared: SharedService, loopback_only: bool = True) -> Starlette:
         Route("/articles/{title}/sections/{section:path}",
               endpoint(lambda r, s: s.read_section(r.path_params["title"], r.path_params["section"]))),
         *browse_routes(endpoint),
+        *hub_routes(shared, write=token is not None),
     ]
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -167,7 +143,7 @@ def build_app(shared: SharedService, loopback_only: bool = True) -> Starlette:
         detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
         return JSONResponse({"error": f"{detail}: {request.url.path}", "type": "HTTPError"}, status_code=status)
 
-    middleware = [Middleware(LoopbackHostOnly)] if loopback_only else []
+    middleware = [Middleware(Guard, allowed_hosts=allowed_hosts, token=token)]
     return Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: http_error})
 
 
@@ -227,16 +203,19 @@ def _unwind_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
 
 
-def serve(shared: SharedService, host: str, port: int, allow_remote: bool) -> None:
+def serve(shared: SharedService, host: str, port: int, allow_remote: bool, token: str | None = None,
+          allow_hosts: tuple[str, ...] = ()) -> None:
     """Run the API until interrupted (Ctrl-C or SIGTERM)."""
     import uvicorn
 
     from memvault.servers import drain_loop
 
-    check_bind(host, allow_remote)
+    check_bind(host, allow_remote, token)
     _unwind_on_sigterm()
+    # The address it is bound to is a name clients may use (an IP literal cannot be rebound).
+    names = (*allow_hosts, *(() if host in ("0.0.0.0", "::", "") else (host,)))
     stop = drain_loop.start(shared, host, port)  # hooks see a warm server: it drains, it answers prompt-recall
     try:
-        uvicorn.run(build_app(shared, loopback_only=is_loopback(host)), host=host, port=port, log_level="warning")
+        uvicorn.run(build_app(shared, names, token), host=host, port=port, log_level="warning")
     finally:
         drain_loop.finish(shared, stop)

@@ -1,0 +1,161 @@
+"""The hub's API, versioned under ``/v1/`` (JSON in and out).
+
+`memvault serve --token-file FILE` makes a machine the hub of a person's memory: the laptops
+and agents send their transcripts (`POST /v1/capture`) and notes (`POST /v1/note`) and ask
+it (`POST /v1/recall`, `/v1/search`, `/v1/prompt-recall`, `GET /v1/status`). The hub stays
+the single writer of its home: a capture only stores bytes and spools the file
+(`memvault.ops.hub_inbox`); the server's live drainer ingests and indexes it. The write routes
+exist only when the server has a token.
+"""
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from memvault import spool
+from memvault.errors import MemvaultError, UsageError
+from memvault.servers import SharedService
+
+API_VERSION = 1
+JSON_CAP = 1024 * 1024  # the read routes and a note: a query or a note is small
+
+
+async def read_json(request: Request, cap: int) -> Any:
+    """The request's JSON body; ``_TooLarge`` past ``cap`` bytes (declared or read)."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > cap:
+        raise _TooLarge(cap)
+    body = bytearray()
+    async for part in request.stream():
+        body.extend(part)
+        if len(body) > cap:
+            raise _TooLarge(cap)
+    try:
+        return json.loads(bytes(body).decode("utf-8")) if body else {}
+    except (UnicodeDecodeError, ValueError):
+        raise UsageError("the request body is not JSON (UTF-8)") from None
+
+
+class _TooLarge(Exception):
+    def __init__(self, cap: int) -> None:
+        super().__init__(cap)
+        self.cap = cap
+
+
+def _field(body: Any, name: str, kind: type, default: Any = None, required: bool = False) -> Any:
+    if not isinstance(body, dict):
+        raise UsageError("the request body must be a JSON object")
+    value = body.get(name, default)
+    if value is None and not required:
+        return default
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise UsageError(f"field {name} must be a {kind.__name__}" + (" (required)" if required else ""))
+    return value
+
+
+def _query(body: Any) -> str:
+    query = _field(body, "query", str, required=True).strip()
+    if not query:
+        raise UsageError("field query is empty")
+    return query
+
+
+def _scope(body: Any) -> Any:
+    from memvault.recall.scope import Scope
+
+    return Scope.of(*(_field(body, k, str) for k in ("project", "source", "since", "until")))
+
+
+def hub_routes(shared: SharedService, write: bool) -> list[Route]:
+    """The ``/v1/`` routes; ``write`` adds capture and note (only for a server with a token)."""
+    from memvault.servers.http import error_response
+
+    settings = shared.service.settings
+    cap = settings.hub.max_capture_bytes
+
+    def route(path: str, method: str, work: Callable[[Any], Any], limit: int = JSON_CAP) -> Route:
+        async def handle(request: Request) -> JSONResponse:
+            try:
+                body = await read_json(request, limit) if method == "POST" else {}
+                return JSONResponse(await run_in_threadpool(work, body))
+            except _TooLarge as exc:
+                return JSONResponse({"error": f"the request is larger than this hub's cap of {exc.cap} bytes — send "
+                                              "the transcript in smaller parts (the client does by itself)",
+                                     "type": "TooLarge", "max_bytes": exc.cap}, status_code=413)
+            except _Conflict as exc:
+                return JSONResponse({"error": str(exc), "type": "Conflict", "have": exc.have}, status_code=409)
+            except MemvaultError as exc:
+                return error_response(exc)
+
+        handler: Callable[[Request], Awaitable[JSONResponse]] = handle
+        return Route(path, handler, methods=[method])
+
+    def recall(body: Any) -> Any:
+        return shared.call(lambda s: s.recall(_query(body), max_nodes=_field(body, "max_nodes", int),
+                                              max_chars=_field(body, "max_chars", int), scope=_scope(body),
+                                              cwd=_field(body, "cwd", str)))
+
+    def search(body: Any) -> Any:
+        limit = _field(body, "limit", int, 10)
+        if not 1 <= limit <= 100:
+            raise UsageError("field limit must be 1..100")
+        query = _query(body)
+        return {"query": query, "hits": shared.call(lambda s: s.search(query, limit, scope=_scope(body),
+                                                                        cwd=_field(body, "cwd", str)))}
+
+    def prompt(body: Any) -> Any:
+        from memvault.ops.prompt_recall import prompt_block
+
+        text = _field(body, "prompt", str, "")
+        return shared.call(lambda s: prompt_block(s, text, _field(body, "cwd", str)))
+
+    def status(body: Any) -> Any:
+        from memvault.ops.hub_inbox import machines_summary
+
+        state = settings.state_dir
+        return {"api": API_VERSION, "time": time.time(), "home": str(settings.home), "write": write,
+                "max_capture_bytes": cap, "spool": spool.pending(state),
+                "drainer": "serve" if spool.serve_info(state) else ("running" if spool.drainer_running(state) else "idle"),
+                **machines_summary(settings.home)}
+
+    routes = [route("/v1/recall", "POST", recall), route("/v1/search", "POST", search),
+              route("/v1/prompt-recall", "POST", prompt), route("/v1/status", "GET", status)]
+    if write:
+        routes += [route("/v1/capture", "POST", lambda body: capture(shared, body), limit=cap),
+                   route("/v1/note", "POST", lambda body: note(shared, body))]
+    return routes
+
+
+def capture(shared: SharedService, body: Any) -> dict[str, Any]:
+    """Store a capture's new bytes (``CaptureConflict`` → 409 with what the hub holds)."""
+    from memvault.ops.hub_inbox import Capture, CaptureConflict, store
+
+    parsed = Capture.parse(body)
+    try:
+        return store(shared.service.settings.home, parsed)
+    except CaptureConflict as exc:
+        raise _Conflict(str(exc), exc.have) from None
+
+
+class _Conflict(UsageError):
+    """409: the bytes do not continue what the hub holds (``have``)."""
+
+    def __init__(self, message: str, have: int) -> None:
+        super().__init__(message)
+        self.have = have
+
+
+def note(shared: SharedService, body: Any) -> dict[str, Any]:
+    """Store a note sent by another machine (redacted, indexed at once, as `memvault note`)."""
+    from memvault.ops.note import add_note
+
+    text = _field(body, "text", str, required=True)
+    title, project = _field(body, "title", str), _field(body, "project", str)
+    return shared.call_ledger(lambda s: add_note(s.settings, text, title=title, project=project, embedder=s.embedder),
+                              embeds=True)
