@@ -6,6 +6,7 @@ the Host header, so a web page cannot reach it through DNS rebinding.
 """
 
 import ipaddress
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -235,8 +236,28 @@ def serve(shared: SharedService, host: str, port: int, allow_remote: bool) -> No
 
     check_bind(host, allow_remote)
     _unwind_on_sigterm()
+    # The port first: a second `serve` on a busy port fails here, before it announces itself,
+    # so it never replaces (or removes) the serve.json of the server that listens there.
+    sock = listen_on(host, port)
     stop = drain_loop.start(shared, host, port)  # hooks see a warm server: it drains, it answers prompt-recall
     try:
-        uvicorn.run(build_app(shared, loopback_only=is_loopback(host)), host=host, port=port, log_level="warning")
+        config = uvicorn.Config(build_app(shared, loopback_only=is_loopback(host)), log_level="warning")
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
         drain_loop.finish(shared, stop)
+        sock.close()
+
+
+def listen_on(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` and listening; MemvaultError when the port is taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT, not one in use
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise MemvaultError(f"cannot listen on {host}:{port} ({exc.strerror or exc}) — another `memvault serve` or "
+                            "program uses that port; stop it or choose another with --port") from None
+    return sock
