@@ -92,3 +92,14 @@ def narrow_permissions(root: Path) -> list[Path]:
         owner = (mode & 0o700) | (0o700 if path.is_dir() else 0)
         os.chmod(path, owner)
     return changed
+
+
+def storable_path(text: str) -> str:
+    """A path as text that can be stored and printed: a file name that is not valid UTF-8 (a
+    Latin-1 name from an old archive) keeps its odd bytes as ``\\xe9`` escapes instead of the
+    lone surrogates Python decodes them to, which no UTF-8 store or terminal accepts."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

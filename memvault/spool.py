@@ -7,6 +7,9 @@ what the entries name, and removes an entry only after that work has committed. 
 entry is one file created and renamed into place (a reader never sees half an entry); the
 standard library only, so the hook's import graph stays tiny.
 
+An entry the drainer cannot use (unreadable, refused, or failing ``MAX_ATTEMPTS`` drains) is
+moved to ``spool/quarantine/`` with the reason in ``live.log``: never retried forever.
+
 ``drain.lock`` (an advisory ``flock``, dropped by the kernel when its holder dies) says
 whether a drainer runs; ``serve.json`` names a running `memvault serve` (pid and port).
 """
@@ -60,6 +63,8 @@ def entries(state_dir: Path) -> list[tuple[Path, dict[str, Any] | None]]:
         return []
     out: list[tuple[Path, dict[str, Any] | None]] = []
     for path in sorted(folder.glob("*.json")):
+        if path.name == ATTEMPTS:
+            continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -73,7 +78,47 @@ def entries(state_dir: Path) -> list[tuple[Path, dict[str, Any] | None]]:
 def pending(state_dir: Path) -> int:
     """How many entries wait (a cheap directory listing)."""
     folder = spool_dir(state_dir)
-    return sum(1 for _ in folder.glob("*.json")) if folder.is_dir() else 0
+    return sum(1 for p in folder.glob("*.json") if p.name != ATTEMPTS) if folder.is_dir() else 0
+
+
+QUARANTINE = "quarantine"
+ATTEMPTS = "attempts.json"
+MAX_ATTEMPTS = 3  # drains an entry may fail before it is set aside
+
+
+def quarantine(state_dir: Path, path: Path, reason: str) -> None:
+    """Move the entry ``path`` aside to ``spool/quarantine/`` (never drained again, kept for a
+    person to look at), with ``reason`` beside it; the drainer logs the reason to live.log."""
+    folder = spool_dir(state_dir) / QUARANTINE
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(path, folder / path.name)
+    except FileNotFoundError:
+        return  # another drainer dealt with it
+    (folder / f"{path.stem}.reason.txt").write_text(reason + "\n", encoding="utf-8")
+
+
+def failed_attempts(state_dir: Path) -> dict[str, list[Any]]:
+    """``{entry name: [failed drains, last error]}`` of entries whose drain failed."""
+    try:
+        data = json.loads((spool_dir(state_dir) / ATTEMPTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def record_failure(state_dir: Path, paths: list[Path], error: str) -> None:
+    """Count one failed drain against each entry of ``paths`` (a later drain quarantines an
+    entry after ``MAX_ATTEMPTS``, so one poisonous entry cannot jam the spool forever)."""
+    counts = failed_attempts(state_dir)
+    live = {p.name for p in spool_dir(state_dir).glob("*.json")}
+    counts = {k: v for k, v in counts.items() if k in live}
+    for path in paths:
+        before = counts.get(path.name, [0, ""])
+        counts[path.name] = [int(before[0]) + 1, error[:500]]
+    tmp = spool_dir(state_dir) / f".{ATTEMPTS}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(counts), encoding="utf-8")
+    os.replace(tmp, spool_dir(state_dir) / ATTEMPTS)
 
 
 def remove(paths: list[Path]) -> None:

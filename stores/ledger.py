@@ -60,7 +60,8 @@ def _drop_duckdb_type_constants() -> None:
 
 
 # What DuckDB says when the file itself is damaged (not busy, not a bad query).
-_DAMAGE = ("Corrupt database file", "not a valid DuckDB database", "does not match stored checksum")
+_DAMAGE = ("Corrupt database file", "not a valid DuckDB database", "does not match stored checksum",
+           "Could not read enough bytes from file")  # a file cut short (a full disk, a partial copy)
 LAST_BACKUP = "last-backup.json"  # written by `memvault backup` beside the ledger
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import duckdb
 
+from memvault.files import storable_path
 from memvault.models import LineError
 from stores.ledger_time import now as _now
 
@@ -37,7 +38,7 @@ class IngestErrorsMixin:
         now = _now()
         self.con.executemany(
             "INSERT INTO ingest_errors (path, seq, file, line, error, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [[path, last + 1 + i, e.file, e.line, e.error, now] for i, e in enumerate(kept)],
+            [[path, last + 1 + i, storable_path(e.file), e.line, storable_path(e.error), now] for i, e in enumerate(kept)],
         )
 
     def ingest_errors(self) -> dict[str, list[LineError]]:

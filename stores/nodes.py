@@ -15,6 +15,7 @@ pieces are in ``stores/nodes_schema.py``, the writes and index upkeep in
 """
 
 import asyncio
+import logging
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
@@ -44,6 +45,7 @@ __all__ = ["COLD", "COLD_SCHEMA", "LIFTED_COLUMNS", "LIGHT_COLUMNS", "META", "ME
 
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 _LOOP: tuple[int, asyncio.AbstractEventLoop] | None = None
 _LOOP_LOCK = threading.Lock()
 
@@ -145,16 +147,30 @@ class NodeIndex(NodeWrites):
     def __init__(self, uri: str, model_name: str, dim: int, create: bool = True) -> None:
         self.uri, self.model_name, self.dim = uri, model_name, dim
         self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
+        self.rebuilt: str | None = None  # why an unreadable index was created anew (the run report says)
         names = set(self.db.list_tables().tables)
         if NODES not in names:
             if not create:
                 raise IndexMismatchError(f"no node index at {uri} — run `memvault run` or `memvault reindex`")
-            self.db.create_table(NODES, schema=node_schema(dim))
-            self.db.create_table(META, schema=META_SCHEMA).add(
-                [{"key": "embedding_model", "value": model_name}, {"key": "dim", "value": str(dim)}]
-            )
-        self.nodes = self.db.open_table(NODES)
-        self.meta = self.db.open_table(META)
+            self._create(model_name, dim)
+        try:
+            self.nodes = self.db.open_table(NODES)
+            self.meta = self.db.open_table(META)
+        except ValueError as exc:
+            # A table folder without a manifest: the first creation was killed (SIGKILL). The
+            # index is derived, so a writer creates it anew and the index stage refills it
+            # from the ledger and the vault; a reader says what heals it.
+            if "was not found" not in str(exc):
+                raise
+            if not create:
+                raise IndexMismatchError(
+                    f"the node index at {uri} is unreadable ({exc}; a run was killed while creating it) — "
+                    "`memvault run` rebuilds it (or `memvault reindex`)") from None
+            self.rebuilt = f"the node index at {uri} was unreadable ({exc}) and was created anew"
+            log.warning("%s; its conversations and articles are indexed again", self.rebuilt)
+            self._create(model_name, dim)
+            self.nodes = self.db.open_table(NODES)
+            self.meta = self.db.open_table(META)
         self._reader: AsyncTable | None = None  # the async handle of the nodes table, opened on first search
         missing = [c for c in ("fts_text", "similar", "reply", "kin", "project", "source", "doc_date", "card")
                    if c not in self.nodes.schema.names]
@@ -169,6 +185,13 @@ class NodeIndex(NodeWrites):
                 f"the node index at {uri} holds vectors of `{stored}`, not `{model_name}`; "
                 "vectors of different models are never mixed — run `memvault reindex`"
             )
+
+    def _create(self, model_name: str, dim: int) -> None:
+        # Overwrite: a table half made by a killed creation is replaced, never appended to.
+        self.db.create_table(NODES, schema=node_schema(dim), mode="overwrite")
+        self.db.create_table(META, schema=META_SCHEMA, mode="overwrite").add(
+            [{"key": "embedding_model", "value": model_name}, {"key": "dim", "value": str(dim)}]
+        )
 
     def stored_model(self) -> str | None:
         rows = self.meta.search().where("key = 'embedding_model'").limit(1).to_list()

@@ -14,6 +14,9 @@ a stale `.git/index.lock`.
 
 import hashlib
 import json
+import logging
+import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +28,7 @@ from memvault.markdown.names import safe_path, stem_to_title, title_to_stem
 if TYPE_CHECKING:  # GitPython is imported on first git use: reading articles (recall) never needs it
     import git
 
+log = logging.getLogger(__name__)
 AUTHOR_NAME, AUTHOR_EMAIL = "memvault", "memvault@localhost"
 PENDING = ".memvault/vault-pending.json"
 BRANCH_KEY = "memvault.branch"
@@ -104,7 +108,7 @@ class Vault:
                     f"(e.g. `git -C {self.home} merge --abort` / `rebase --abort`), then run memvault again; "
                     "nothing was changed")
         lock = gd / "index.lock"
-        if lock.exists():
+        if lock.exists() and not self._remove_stale_lock(lock):
             raise VaultStateError(
                 f"git's index lock {lock} exists: another git command is running in the vault, or one crashed. "
                 f"If no git command is running, delete the file (`rm {lock}`) and run memvault again; "
@@ -122,6 +126,24 @@ class Vault:
                 f"nothing was changed. To make '{current}' memvault's branch instead: "
                 f"`git -C {self.home} config {BRANCH_KEY} {current}`")
         return branch
+
+    def _remove_stale_lock(self, lock: Path) -> bool:
+        """Remove ``lock`` when it is older than every live git process working in this home
+        (so none of them can hold it: its git was killed); True when it was removed."""
+        try:
+            made = lock.stat().st_mtime
+        except FileNotFoundError:
+            return True
+        starts = git_process_starts(self.home)
+        if starts is None or any(start <= made + 1.0 for start in starts):
+            return False  # cannot tell, or a git process that may hold it still runs
+        try:
+            lock.unlink()
+        except FileNotFoundError:
+            pass
+        log.warning("removed the stale git index lock %s (left at %s by a git process that no longer runs)",
+                    lock, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(made)))
+        return True
 
     # -- what memvault wrote ----------------------------------------------------------------
     def _pending_file(self) -> Path:
@@ -306,3 +328,32 @@ class Vault:
     @staticmethod
     def title_of(path: Path) -> str:
         return stem_to_title(path.stem)
+
+
+def git_process_starts(home: Path) -> list[float] | None:
+    """Start times (epoch seconds) of the live git processes working in ``home`` (Linux's
+    /proc: their working folder is in the home, or `-C` names it); None where processes
+    cannot be inspected, so a lock is never taken for stale on a guess."""
+    proc = Path("/proc")
+    try:
+        boot = next(float(line.split()[1]) for line in (proc / "stat").read_text().splitlines()
+                    if line.startswith("btime "))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    home_s = str(home.resolve())
+    starts: list[float] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if not (entry / "comm").read_text().startswith("git"):
+                continue
+            cwd = os.readlink(entry / "cwd")
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+            stat_fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        if cwd == home_s or cwd.startswith(home_s + "/") or os.fsencode(home_s) in args:
+            starts.append(boot + int(stat_fields[19]) / tick)
+    return starts

@@ -12,7 +12,7 @@ conversation the ledger marks indexed must have its document in the index; those
 not have their marks cleared and are rebuilt in the same run (`conversations_recovered`).
 """
 import logging
-from typing import Any
+from typing import Any, ClassVar
 
 from prefect import task
 from prefect.cache_policies import NONE
@@ -49,6 +49,8 @@ class IndexResult(StageResult):
     nodes_total: int = 0
     conversations_recovered: int = 0  # marked indexed in the ledger but missing from the index
     accesses_folded: int = 0
+    index_rebuilt: str | None = None  # why the index was created anew (a killed first creation), if it was
+    omit_when_none: ClassVar[frozenset[str]] = frozenset({"index_rebuilt"})
 
 
 def run_index(ctx: StageContext) -> IndexResult:
@@ -104,7 +106,7 @@ def run_index(ctx: StageContext) -> IndexResult:
         log.warning("access log: %d malformed line(s) skipped", access["malformed"])
     return IndexResult(documents=docs_seen, nodes_written=len(writes), nodes_deleted=len(deletes), pending=failed,
                        embedded=len(writes) - failed, nodes_total=nodes.count(), conversations_recovered=len(lost),
-                       accesses_folded=access["accesses"])
+                       accesses_folded=access["accesses"], index_rebuilt=nodes.rebuilt)
 
 
 @task(name="index", retries=1, retry_delay_seconds=2, cache_policy=NONE)

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
 
+from memvault.files import storable_path
 from memvault.progress import Progress
 from memvault.models import Conversation, LineError
 from memvault.settings import Settings
@@ -61,13 +62,16 @@ def discover(roots: list[tuple[str, Path]]) -> tuple[list[tuple[str, Path]], lis
     files: list[tuple[str, Path]] = []
     errors: list[LineError] = []
     for kind, root in roots:
-        if root.is_file():
-            files.append((kind, root))
-        elif root.is_dir():
-            found = sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES)
-            files.extend((kind, p) for p in found)
-        else:
-            errors.append(LineError(file=str(root), error="no such file or folder — check the path in memvault.toml"))
+        try:
+            if root.is_file():
+                files.append((kind, root))
+            elif root.is_dir():
+                found = sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES)
+                files.extend((kind, p) for p in found)
+            else:
+                errors.append(LineError(file=str(root), error="no such file or folder — check the path in memvault.toml"))
+        except OSError as exc:  # a name too long, a folder that cannot be listed: this root only
+            errors.append(LineError(file=str(root), error=f"cannot read {root} ({exc.strerror or exc}) — skipped"))
     return files, errors
 
 
@@ -158,7 +162,7 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
         result.errors.append(LineError(file=str(path), error=f"{path} is not a regular file (a FIFO, socket or "
                                        "device) — skipped; only regular files are read"))
         return None
-    key = key or str(path.resolve())
+    key = key or storable_path(str(path.resolve()))
     if mark and mark.size == st.st_size and mark.mtime == st.st_mtime:
         carried = list(mark.errors)
         result.errors.extend(carried)  # still broken: say so in every run until it changes
@@ -308,7 +312,7 @@ def _ingest_one(ledger: Ledger, settings: Settings, result: IngestResult, batche
     result.files_seen += 1
     before = result.bytes_read
     try:
-        key = _resolved(path, folders)
+        key = storable_path(_resolved(path, folders))
         ingest_file(ledger, path, kind, settings, result, batches, marks.get(key), progress, slice_bytes, key,
                     own_prompts)
     except FileNotFoundError:

@@ -17,6 +17,10 @@ from memvault.prefect_env import apply_prefect_defaults
 
 
 apply_prefect_defaults()  # before any test module imports prefect
+# No test may lean on this machine's git identity or settings (a fresh machine has none):
+# git reads no global or system config here, and every test that commits names its author.
+os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
+os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from memvault.errors import ConfigError, UsageError
 from memvault.files import atomic_write_text
+from memvault.ops.capture_paths import register_agent_folder
 from memvault.recall.block import escape_frame_tags
 from stores.vault import Vault
 
@@ -254,5 +255,7 @@ def apply_plan(plan: ClaudeCodePlan, force: bool = False) -> dict[str, str]:
     else:
         atomic_write_text(plan.skill_path, SKILL)
         changes[str(plan.skill_path)] = "updated" if old_skill is not None else "created"
+    # Claude Code's own transcript folder: the captures its hooks send are read from there.
+    register_agent_folder(plan.home / ".memvault", "claude-code", plan.settings_json.parent / "projects")
     plan.changes = changes
     return changes

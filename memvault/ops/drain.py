@@ -21,6 +21,7 @@ from memvault.failpoints import failpoint
 from memvault.ids import short_ids
 from memvault.lock import writer_lock
 from memvault.models import Conversation
+from memvault.ops.capture_paths import refusal
 from memvault.settings import Settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
@@ -75,28 +76,51 @@ def store_notes(ledger: Ledger, notes: list[Conversation]) -> int:
 
 
 def _plan(snapshot: list[tuple[Path, dict[str, Any] | None]], settings: Settings,
-          result: DrainResult) -> tuple[list[tuple[str, Path]], list[Conversation]]:
-    """The ingest roots and notes the spool entries ask for (duplicates folded)."""
+          result: DrainResult) -> tuple[list[tuple[str, Path]], list[Conversation], list[Path]]:
+    """The ingest roots and notes the spool entries ask for (duplicates folded), and the
+    entries to drain; each unusable entry is quarantined with its reason, never retried."""
     files: dict[str, str] = {}
     kinds: set[str] = set()
     notes: list[Conversation] = []
+    kept: list[Path] = []
+    failed = spool.failed_attempts(settings.state_dir)
     for path, entry in snapshot:
-        entry = entry or {}
+        reason = _unusable(entry, settings, failed.get(path.name))
+        if reason:
+            result.errors.append(f"{path.name}: {reason} — quarantined")
+            spool.quarantine(settings.state_dir, path, reason)
+            continue
+        kept.append(path)
+        assert entry is not None
         op = entry.get("op")
-        if op == "transcript" and isinstance(entry.get("path"), str):
+        if op == "transcript":
             files[entry["path"]] = entry.get("source") or "auto"
         elif op == "sources":
             kinds.add(str(entry.get("source")))
-        elif op == "note":
+        else:
             try:
                 notes.append(Conversation.model_validate(entry.get("conversation")))
             except ValueError as exc:
-                result.errors.append(f"{path.name}: a spooled note that does not validate ({exc}) — removed")
-        else:
-            result.errors.append(f"{path.name}: not a spool entry memvault understands — removed")
+                kept.pop()
+                result.errors.append(f"{path.name}: a spooled note that does not validate ({exc}) — quarantined")
+                spool.quarantine(settings.state_dir, path, f"a spooled note that does not validate ({exc})")
     roots = [(kind, Path(p)) for p, kind in files.items()]
     roots += [r for r in configured_roots(settings) if r[0] in kinds or (r[0] == "auto" and kinds)]
-    return roots, notes
+    return roots, notes, kept
+
+
+def _unusable(entry: dict[str, Any] | None, settings: Settings, failures: list[Any] | None) -> str | None:
+    """Why a spool entry cannot be drained, or None."""
+    if failures and int(failures[0]) >= spool.MAX_ATTEMPTS:
+        return f"its drain failed {failures[0]} times (last: {failures[1]})"
+    op = (entry or {}).get("op")
+    if entry is None or op not in ("transcript", "sources", "note"):
+        return "not a spool entry memvault understands"
+    if op == "transcript":
+        if not isinstance(entry.get("path"), str):
+            return "a transcript entry without a path"
+        return refusal(entry["path"], settings)
+    return None
 
 
 def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float | None = None) -> DrainResult:
@@ -106,30 +130,39 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
     result = DrainResult(entries=len(snapshot))
     if not snapshot:
         return result
-    roots, notes = _plan(snapshot, settings, result)
+    roots, notes, kept = _plan(snapshot, settings, result)
+    if not kept:
+        for err in result.errors:
+            spool.log_line(state, f"drain: {err}")
+        return result
     if embedder is None:
         from memvault.embeddings.select import embedder_for
 
         embedder = embedder_for(settings)
     timeout = settings.lock_timeout_s if lock_timeout_s is None else lock_timeout_s
     with writer_lock(state, "memvault drain", timeout):
-        ledger = Ledger(settings.ledger_path)
         try:
-            if roots:
-                ingested = run_ingest(ledger, settings, roots)
-                result.files, result.messages_new = ingested.files_changed, ingested.messages_new
-                result.errors += [f"{e.file}:{e.line or '-'}: {e.error}" for e in ingested.errors]
-                failpoint("drain", "ingested")
-                if ingested.newly_ignored:
-                    nodes = NodeIndex.open_or_create(settings)
-                    nodes.delete_docs([f"conv:{c}" for c in ingested.newly_ignored])
-                    ledger.clear_indexed(ingested.newly_ignored)
-            result.notes = store_notes(ledger, notes)
-            nodes = NodeIndex.open_or_create(settings)
-            result.conversations_indexed, result.nodes_written = index_conversations(ledger, nodes, embedder, settings)
-        finally:
-            ledger.close()
-    spool.remove([p for p, _ in snapshot])
+            ledger = Ledger(settings.ledger_path)
+            try:
+                if roots:
+                    ingested = run_ingest(ledger, settings, roots)
+                    result.files, result.messages_new = ingested.files_changed, ingested.messages_new
+                    result.errors += [f"{e.file}:{e.line or '-'}: {e.error}" for e in ingested.errors]
+                    failpoint("drain", "ingested")
+                    if ingested.newly_ignored:
+                        nodes = NodeIndex.open_or_create(settings)
+                        nodes.delete_docs([f"conv:{c}" for c in ingested.newly_ignored])
+                        ledger.clear_indexed(ingested.newly_ignored)
+                result.notes = store_notes(ledger, notes)
+                nodes = NodeIndex.open_or_create(settings)
+                result.conversations_indexed, result.nodes_written = index_conversations(ledger, nodes, embedder, settings)
+            finally:
+                ledger.close()
+        except Exception as exc:
+            # Counted against each entry: after MAX_ATTEMPTS failed drains they are set aside.
+            spool.record_failure(state, kept, f"{type(exc).__name__}: {exc}")
+            raise
+    spool.remove(kept)
     for err in result.errors:
         spool.log_line(state, f"drain: {err}")
     return result

@@ -7,6 +7,7 @@ through DNS rebinding. With a token it is also a hub (`memvault.servers.hub`): o
 machines send their transcripts and notes to it, and ask it for recall.
 """
 
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -214,8 +215,28 @@ def serve(shared: SharedService, host: str, port: int, allow_remote: bool, token
     _unwind_on_sigterm()
     # The address it is bound to is a name clients may use (an IP literal cannot be rebound).
     names = (*allow_hosts, *(() if host in ("0.0.0.0", "::", "") else (host,)))
+    # The port first: a second `serve` on a busy port fails here, before it announces itself,
+    # so it never replaces (or removes) the serve.json of the server that listens there.
+    sock = listen_on(host, port)
     stop = drain_loop.start(shared, host, port)  # hooks see a warm server: it drains, it answers prompt-recall
     try:
-        uvicorn.run(build_app(shared, names, token), host=host, port=port, log_level="warning")
+        config = uvicorn.Config(build_app(shared, names, token), log_level="warning")
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
         drain_loop.finish(shared, stop)
+        sock.close()
+
+
+def listen_on(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` and listening; MemvaultError when the port is taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT, not one in use
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise MemvaultError(f"cannot listen on {host}:{port} ({exc.strerror or exc}) — another `memvault serve` or "
+                            "program uses that port; stop it or choose another with --port") from None
+    return sock

@@ -29,6 +29,8 @@ _CLAUDE_CODE_KEYS = {"sessionId", "uuid", "parentUuid", "leafUuid", "messageId"}
 
 def _kind_of_object(obj: dict[str, Any]) -> SourceKind | None:
     kind = obj.get("type")
+    if not isinstance(kind, str):
+        return None  # `"type": {…}` or `[…]`: not a line of any format (and unhashable)
     if kind == "session" and "cwd" in obj:
         return "pi"
     if kind in _CODEX_TYPES and "payload" in obj:

@@ -81,3 +81,23 @@ def test_rejections_and_errors_name_the_state() -> None:
             "stages": {"ingest": {"status": "completed", "errors": [{"file": "x", "error": "bad"}]}}}
     assert final_state(both).name == COMPLETED_WITH_ERRORS
     assert final_state(both).message == "run r1: 1 error(s); 1 article(s) rejected; 0 created, 1 updated"
+
+
+def test_a_run_refused_by_a_held_git_lock_is_a_failed_run_with_the_reason(home: Path, prefect) -> None:
+    # What a scheduled run meets when a git command of the home still runs and holds the lock
+    # (a lock no live git process can hold is removed instead: tests/stores/test_vault_git.py).
+    import subprocess
+    import time
+
+    running = subprocess.Popen(["git", "-C", str(home), "cat-file", "--batch"], stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(1.5)
+        (home / ".git" / "index.lock").write_text("")
+        state = nightly(RunOptions(home=str(home), engine="none", configured_sources=False), return_state=True)
+        run, _ = _read(state.state_details.flow_run_id)
+    finally:
+        running.kill()
+        running.wait()
+    assert state.is_failed() and run.state is not None and run.state.type == StateType.FAILED
+    assert "index.lock" in (run.state.message or "") + str(state.result(raise_on_failure=False))

@@ -66,10 +66,13 @@ def kill_drainer(home: Path) -> None:
 
 
 @pytest.fixture
-def transcript(tmp_path: Path) -> Path:
+def transcript(tmp_path: Path, home: Path) -> Path:
+    from memvault.ops.capture_paths import register_agent_folder
+
     path = tmp_path / "projects" / SAMPLE.name
     path.parent.mkdir(parents=True)
     shutil.copy(SAMPLE, path)
+    register_agent_folder(home / ".memvault", "claude-code", path.parent)  # as agent-setup does
     return path
 
 

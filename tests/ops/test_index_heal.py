@@ -46,3 +46,26 @@ def test_a_deleted_index_is_reported_and_rebuilt_whole(demo_copy: Path, prefect)
     # Healed means healed: the next run finds nothing missing and rewrites nothing.
     again = run_flow(home, only=["index"])["stages"]["index"]
     assert again["conversations_recovered"] == 0 and again["nodes_written"] == 0
+
+
+def test_a_table_left_without_a_manifest_is_rebuilt_by_the_next_run(demo_copy: Path, prefect, embedder) -> None:
+    # What a SIGKILL during the index's first creation leaves: the table's folder without the
+    # manifest that names its versions (LanceDB then says "Table 'nodes' was not found").
+    import pytest
+
+    from memvault.errors import IndexMismatchError
+    from memvault.ops.memory import MemoryService
+    from tests.helpers import run_flow
+
+    home = demo_copy
+    before = _status(home)
+    table = Path(index_uri(load_settings(home))) / "nodes.lance"
+    shutil.rmtree(table / "_versions")
+    with pytest.raises(IndexMismatchError, match="unreadable.*`memvault run` rebuilds it"):
+        MemoryService(load_settings(home), embedder).recall("postgres backups on the NAS")
+    report = run_flow(home, only=["index"])
+    stage = report["stages"]["index"]
+    assert "created anew" in stage["index_rebuilt"] and stage["conversations_recovered"] == before["conversations"]
+    after = _status(home)
+    assert after["nodes"] == before["nodes"] and after["warnings"] == []
+    assert MemoryService(load_settings(home), embedder).recall("postgres backups on the NAS")["hits"]

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 
 from memvault import spool
+from memvault.ops.capture_paths import register_agent_folder
 from tests.helpers import MEMVAULT, SAMPLES, append_turn, child_env, free_port, wait_for
 from tests.servers.test_http import wait_healthy
 
@@ -60,6 +61,18 @@ def test_serve_stopped_by_sigterm_withdraws_its_announcement(home: Path, spawn, 
     assert not announced.exists()
 
 
+def test_a_second_serve_on_a_busy_port_leaves_the_live_servers_announcement(home: Path, spawn,
+                                                                            tmp_path: Path) -> None:
+    base, proc = start_serve(home, spawn, tmp_path / "serve.log")
+    announced = home / ".memvault" / "serve.json"
+    port = base.rsplit(":", 1)[1]
+    second = subprocess.run([MEMVAULT, "--home", str(home), "serve", "--port", port], capture_output=True, text=True,
+                            timeout=240, env=child_env())
+    assert second.returncode == 1 and f"cannot listen on 127.0.0.1:{port}" in second.stderr
+    assert json.loads(announced.read_text())["pid"] == proc.pid  # only its writer removes it
+    assert proc.poll() is None
+
+
 def stop_hook(home: Path, transcript: Path) -> None:
     payload = {"session_id": SAMPLE.stem, "transcript_path": str(transcript), "cwd": "/Users/sam/src/lisbon-2027",
                "hook_event_name": "Stop"}
@@ -75,6 +88,7 @@ def test_serve_drains_a_capture_at_once_and_its_next_recall_sees_the_rows(home: 
     transcript = tmp_path / "projects" / SAMPLE.name
     transcript.parent.mkdir(parents=True)
     transcript.write_text(SAMPLE.read_text())
+    register_agent_folder(home / ".memvault", "claude-code", transcript.parent)  # as agent-setup does
     base, proc = start_serve(home, spawn, tmp_path / "serve.log")
     state = home / ".memvault"
     wait_for(lambda: (state / spool.SERVE_INFO).is_file(), 60, "serve.json")
