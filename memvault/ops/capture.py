@@ -25,7 +25,7 @@ from typing import Any
 from memvault import spool
 from memvault.hub_wire import hub_table
 
-KINDS = ("claude-code", "codex", "pi", "auto")
+KINDS = ("claude-code", "codex", "pi", "opencode", "auto")
 
 
 def resolve_home(home: str | None) -> Path:
