@@ -169,3 +169,33 @@ def test_doctor_reports_each_item_and_fails_on_a_broken_hook(home: Path, tmp_pat
     assert broken.exit_code == 1
     stop = next(c for c in json.loads(broken.output)["checks"] if c["item"] == "codex Stop hook")
     assert stop["state"] == "fail" and stop["fix"] == "memvault agent-setup codex --apply"
+
+
+def test_hub_table_written_and_plain_http_refused(tmp_path: Path) -> None:
+    laptop = tmp_path / "laptop"  # a client home needs no vault: agent-setup creates what it needs
+    token = tmp_path / "hub.token"
+    token.write_text("a" * 64 + "\n")
+    token.chmod(0o600)
+    codex = tmp_path / ".codex"
+    refused = setup(laptop, "codex", "--codex-dir", str(codex), "--hub", "http://mini.lan:8765", "--token-file",
+                    str(token), "--apply")
+    assert refused.exit_code == 2 and "--insecure" in refused.output and not laptop.exists()
+    token.chmod(0o644)
+    wide = setup(laptop, "codex", "--codex-dir", str(codex), "--hub", "https://mini.lan:8765", "--token-file",
+                 str(token), "--apply")
+    assert wide.exit_code == 1 and "chmod 600" in wide.output
+    token.chmod(0o600)
+    done = setup(laptop, "codex", "--codex-dir", str(codex), "--hub", "https://mini.lan:8765/", "--token-file",
+                 str(token), "--machine", "laptop", "--apply")
+    assert done.exit_code == 0, done.output
+    config = tomllib.loads((laptop / "memvault.toml").read_text())
+    assert config["hub"] == {"url": "https://mini.lan:8765", "token_file": str(token), "machine": "laptop"}
+    assert {"kind": "codex", "path": str(codex / "sessions")} in config["sources"]
+    assert (laptop / ".memvault").is_dir()
+    from memvault.settings import load_settings
+
+    assert load_settings(laptop).hub.url == "https://mini.lan:8765"
+    insecure = setup(laptop, "claude-code", "--claude-dir", str(tmp_path / ".claude"), "--hub", "http://mini.lan:8765",
+                     "--token-file", str(token), "--insecure", "--apply")
+    assert insecure.exit_code == 0, insecure.output
+    assert tomllib.loads((laptop / "memvault.toml").read_text())["hub"]["insecure"] is True
