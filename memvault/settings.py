@@ -38,7 +38,7 @@ class Section(BaseModel):
 class SourceSettings(Section):
     """One place transcripts live, e.g. ``kind = "claude-code"``, ``path = "~/.claude/projects"``."""
 
-    kind: Literal["claude-code", "codex", "pi", "chatgpt", "claude-ai", "auto"] = Field(
+    kind: Literal["claude-code", "codex", "pi", "chatgpt", "claude-ai", "opencode", "auto"] = Field(
         default="auto", description="Transcript format; `auto` detects it from each file's content"
     )
     path: str = Field(description="File or folder to read; `~` is expanded")

@@ -132,7 +132,7 @@ def test_out_of_range_values_in_the_file_are_errors(toml, tmp_path: Path, text: 
 def test_every_section_refuses_unknown_keys() -> None:
     sections = [f.annotation for f in Settings.model_fields.values()
                 if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)] + [SourceSettings]
-    assert len(sections) == 13 and EngineSettings in sections
+    assert len(sections) == 14 and EngineSettings in sections
     for section in sections:
         assert section.model_config.get("extra") == "forbid", section.__name__
         assert section is EngineSettings or issubclass(section, Section)

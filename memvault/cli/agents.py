@@ -92,7 +92,8 @@ def index_brief(
 @app.command("agent-setup", rich_help_panel=PANEL)
 def agent_setup(
     ctx: typer.Context,
-    client: Annotated[str, typer.Argument(metavar="AGENT", help="The agent to set up: claude-code.", show_default=False)],
+    client: Annotated[str, typer.Argument(metavar="AGENT", help="The agent to set up: claude-code, codex or opencode.",
+                                          show_default=False)],
     apply: Annotated[bool, typer.Option(
         "--apply", help="Write the files (default: only print what would be written).")] = False,
     claude_dir: Annotated[Path, typer.Option("--claude-dir", metavar="PATH",
@@ -100,6 +101,18 @@ def agent_setup(
     claude_json: Annotated[Path | None, typer.Option(
         "--claude-json", metavar="PATH",
         help="Claude Code's user config with `mcpServers` (default: .claude.json beside --claude-dir).")] = None,
+    codex_dir: Annotated[Path, typer.Option("--codex-dir", metavar="DIR",
+                                            help="Codex CLI's folder (hooks.json, config.toml, sessions/).")] = Path("~/.codex"),
+    opencode_dir: Annotated[Path, typer.Option("--opencode-dir", metavar="DIR",
+                                               help="OpenCode's config folder (opencode.json, plugin/).")] = Path("~/.config/opencode"),
+    hub: Annotated[str | None, typer.Option(
+        "--hub", metavar="URL", help="Make this home a client of the hub at URL (writes [hub] in memvault.toml).")] = None,
+    token_file: Annotated[Path | None, typer.Option(
+        "--token-file", metavar="FILE", help="With --hub: the hub's token, copied from the hub (mode 0600).")] = None,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="With --hub: allow plain http:// to a machine that is not this one.")] = False,
+    machine: Annotated[str | None, typer.Option(
+        "--machine", metavar="NAME", help="With --hub: this machine's name on the hub (default: the host name).")] = None,
     exe: Annotated[str | None, typer.Option(
         "--exe", metavar="PATH", help="Path of the memvault executable (default: found automatically).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace a skill file that was edited by hand.")] = False,
@@ -107,40 +120,130 @@ def agent_setup(
         "--allow-write", help="Let this agent write memory (the MCP tool `remember`; sets mcp.allow_write for it).")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Register memvault with an agent: MCP server, hooks (index, capture, prompt recall), skill file.
+    """Register memvault with an agent: MCP server, hooks (index, capture, prompt recall), skill or plugin.
 
-    Example: memvault agent-setup claude-code --apply
+    Claude Code: ~/.claude.json and ~/.claude/settings.json; Codex CLI: ~/.codex/hooks.json and
+    config.toml (its sessions become a source); OpenCode: opencode.json and a plugin. With
+    --hub URL --token-file FILE this home sends captures to the hub and asks it for recall.
+
+    Example: memvault agent-setup codex --hub https://mini.local:8765 --token-file ~/.config/memvault/hub.token --apply
     """
-    import json
-
     from memvault.errors import UsageError
-    from memvault.ops.agent_setup import apply_plan, claude_code_plan
+    from memvault.ops import agent_files
+    from memvault.ops.agent_setup import apply_plan, claude_code_plan, find_executable
 
     with reporting(as_json):
-        if client != "claude-code":
-            raise UsageError(f"unknown agent {client!r} — supported: claude-code (any other MCP client: "
-                             "run `memvault mcp` as a stdio server, see docs/agents.md)")
+        if client not in ("claude-code", "codex", "opencode"):
+            raise UsageError(f"unknown agent {client!r} — supported: claude-code, codex, opencode (any other MCP "
+                             "client: run `memvault mcp` as a stdio server, see docs/agents.md)")
+        if (hub is None) != (token_file is None):
+            raise UsageError("--hub and --token-file go together: the hub's URL and a copy of its token file")
         home = settings_of(ctx).home
-        plan = claude_code_plan(home, claude_dir, claude_json, exe, allow_write=allow_write)
+        path = find_executable(exe)
+        checkout = agent_files.in_source_checkout(path)
+        warning = (f"{path} lives inside the source checkout {checkout}'s .venv: the hooks break when that clone "
+                   "moves or is deleted — install memvault as a tool (README: `uv tool install`) and rerun "
+                   "agent-setup") if checkout else None
+        if warning and not as_json:  # under --json it is the "warning" key
+            err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        edits: list[agent_files.FileEdit] = []
+        if client == "codex":
+            edits = agent_files.codex_edits(path, home, codex_dir.expanduser().absolute(), allow_write)
+        elif client == "opencode":
+            folder = opencode_dir.expanduser().absolute()
+            edits = agent_files.opencode_edits(path, home, folder, allow_write)
+            from memvault.ops.opencode_plugin import EXPORT_DIR
+
+            edits.append(agent_files.source_edit(home, "opencode", str(home / ".memvault" / EXPORT_DIR)))
+        if hub is not None and token_file is not None:
+            base = next((e.after for e in reversed(edits) if e.path == home / "memvault.toml"), None)
+            edits.append(agent_files.hub_edit(home, hub, token_file, insecure, machine, base))
+        plan = claude_code_plan(home, claude_dir, claude_json, path, allow_write=allow_write) \
+            if client == "claude-code" else None
+        diffs = [e.diff() for e in edits if e.changed]
+        changes: dict[str, str] = {}
         if apply:
-            apply_plan(plan, force=force)
-        data = {**plan.as_dict(), "applied": apply}
+            if hub is not None:
+                (home / ".memvault").mkdir(parents=True, exist_ok=True, mode=0o700)  # a client's spool lives here
+            changes = agent_files.write_all(edits)
+            if plan is not None:
+                changes.update(apply_plan(plan, force=force))
+        data = {**(plan.as_dict() if plan else {}), "client": client, "memvault": path, "home": str(home),
+                "warning": warning, "applied": apply, "diffs": diffs, "changes": changes}
 
         def text() -> None:
-            console.print(f"[bold]1. MCP server[/bold] — `mcpServers.memvault` in {plan.claude_json}:", highlight=False)
-            print(json.dumps({"memvault": plan.server_entry}, indent=2))
-            console.print(f"   equivalent: {plan.add_command}", highlight=False)
-            console.print(f"[bold]2. Hooks[/bold] in {plan.settings_json} (index at start, capture on "
-                          "Stop/SessionEnd/PreCompact, recall at each prompt):", highlight=False)
-            print(json.dumps({"hooks": {e: [g] for e, g in plan.hook_groups.items()}}, indent=2))
-            console.print(f"[bold]3. Skill[/bold] {plan.skill_path} (when to consult memory, how to cite)", highlight=False)
-            console.print("Memory writes (MCP `remember`): " + ("allowed for this client" if allow_write
-                          else "off (--allow-write turns them on)"), highlight=False)
+            if plan is not None:
+                show_claude_plan(plan, allow_write)
+            for diff in diffs:
+                print(diff, end="" if diff.endswith("\n") else "\n")
+            if not diffs and plan is None:
+                console.print("Everything is already in place.", highlight=False)
             if apply:
-                for path, change in plan.changes.items():
-                    console.print(f"   {change}: {path}", highlight=False)
-                console.print("Restart Claude Code (or run /mcp) to pick it up.")
+                for where, change in changes.items():
+                    console.print(f"   {change}: {where}", highlight=False)
+                console.print(RESTART.get(client, ""), highlight=False)
             else:
-                console.print("Nothing written; rerun with --apply to write these files.")
+                console.print("Nothing written; rerun with --apply to write these files.", highlight=False)
 
         render(as_json, data, text)
+
+
+RESTART = {
+    "claude-code": "Restart Claude Code (or run /mcp) to pick it up.",
+    "codex": "Restart Codex; it asks you to trust the new hooks once (they run `memvault` only).",
+    "opencode": "Restart OpenCode to load the plugin and the MCP server.",
+}
+
+
+def show_claude_plan(plan: object, allow_write: bool) -> None:
+    """What `agent-setup claude-code` writes, as before the other agents existed."""
+    import json
+
+    from memvault.ops.agent_setup import ClaudeCodePlan
+
+    assert isinstance(plan, ClaudeCodePlan)
+    console.print(f"[bold]1. MCP server[/bold] — `mcpServers.memvault` in {plan.claude_json}:", highlight=False)
+    print(json.dumps({"memvault": plan.server_entry}, indent=2))
+    console.print(f"   equivalent: {plan.add_command}", highlight=False)
+    console.print(f"[bold]2. Hooks[/bold] in {plan.settings_json} (index at start, capture on "
+                  "Stop/SessionEnd/PreCompact, recall at each prompt):", highlight=False)
+    print(json.dumps({"hooks": {e: [g] for e, g in plan.hook_groups.items()}}, indent=2))
+    console.print(f"[bold]3. Skill[/bold] {plan.skill_path} (when to consult memory, how to cite)", highlight=False)
+    console.print("Memory writes (MCP `remember`): " + ("allowed for this client" if allow_write
+                  else "off (--allow-write turns them on)"), highlight=False)
+
+
+@app.command(rich_help_panel=PANEL)
+def doctor(
+    ctx: typer.Context,
+    claude_dir: Annotated[Path, typer.Option("--claude-dir", metavar="PATH",
+                                             help="Claude Code's settings folder.")] = Path("~/.claude"),
+    codex_dir: Annotated[Path, typer.Option("--codex-dir", metavar="DIR", help="Codex CLI's folder.")] = Path("~/.codex"),
+    opencode_dir: Annotated[Path, typer.Option("--opencode-dir", metavar="DIR",
+                                               help="OpenCode's config folder.")] = Path("~/.config/opencode"),
+    as_json: JsonFlag = False,
+) -> None:
+    """Check the agents' hooks and MCP servers, the hub, the home and the schedule; say what to run to fix each.
+
+    One line per item; exits 1 when anything is broken (warnings alone exit 0).
+
+    Example: memvault doctor --json
+    """
+    from memvault.ops.doctor import as_dicts, diagnose
+
+    with reporting(as_json):
+        settings = home_settings(ctx)
+        checks = diagnose(settings, claude_dir.expanduser(), codex_dir.expanduser(), opencode_dir.expanduser())
+        broken = [c for c in checks if c.state == "fail"]
+
+        def text() -> None:
+            marks = {"ok": "[green]ok  [/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]FAIL[/red]"}
+            from rich.markup import escape
+
+            for c in checks:
+                fix = f" — fix: {escape(c.fix)}" if c.fix else ""
+                console.print(f"{marks[c.state]} {c.area}: {escape(c.item)}: {escape(c.detail)}{fix}", highlight=False)
+
+        render(as_json, {"ok": not broken, "checks": as_dicts(checks)}, text)
+        if broken:
+            raise typer.Exit(1)

@@ -28,7 +28,7 @@ def capture(
         metavar="EVENT_JSON", help="The event JSON (Codex's `notify` passes it here); default: stdin.",
         show_default=False)] = None,
     source: Annotated[str, typer.Option(
-        "--source", metavar="KIND", help="Transcript kind: claude-code, codex, pi or auto.")] = "claude-code",
+        "--source", metavar="KIND", help="Transcript kind: claude-code, codex, pi, opencode or auto.")] = "claude-code",
 ) -> None:
     """Agent hook: note that a transcript changed (spooled; drained in the background). Exits 0.
 

@@ -26,7 +26,7 @@ from memvault import spool
 from memvault.files import owner_only_umask
 from memvault.hub_wire import hub_table
 
-KINDS = ("claude-code", "codex", "pi", "auto")
+KINDS = ("claude-code", "codex", "pi", "opencode", "auto")
 
 
 def resolve_home(home: str | None) -> Path:

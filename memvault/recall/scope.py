@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 
 from memvault.errors import UsageError
 
-SOURCES = ("claude-code", "codex", "pi", "chatgpt", "claude-ai", "note", "article")
+SOURCES = ("claude-code", "codex", "pi", "chatgpt", "claude-ai", "opencode", "note", "article")
 
 
 def parse_day(value: str | datetime | None, name: str, end: bool = False) -> datetime | None:

@@ -30,6 +30,7 @@ PARSERS: dict[str, str] = {
     "pi": "memvault.sources.pi",
     "chatgpt": "memvault.sources.chatgpt",
     "claude-ai": "memvault.sources.claude_ai",
+    "opencode": "memvault.sources.opencode",
 }
 
 

@@ -37,6 +37,8 @@ def _kind_of_object(obj: dict[str, Any]) -> SourceKind | None:
         return "codex"
     if kind in _CLAUDE_CODE_TYPES and _CLAUDE_CODE_KEYS & obj.keys():
         return "claude-code"
+    if kind == "message" and isinstance(obj.get("info"), dict) and isinstance(obj.get("parts"), list):
+        return "opencode"  # memvault's OpenCode plugin's export
     message = obj.get("message")
     if kind == "message" and isinstance(message, dict) and "role" in message:
         return "pi"  # a pi file whose header line was lost

@@ -75,7 +75,9 @@ def test_serve_refuses_a_non_loopback_bind_without_the_flag(home) -> None:
     result = CliRunner().invoke(app, ["--home", str(home), "serve", "--host", "0.0.0.0"])
     assert result.exit_code == 2
     assert "refusing to bind 0.0.0.0" in result.output and "--allow-remote" in result.output
-    check_bind("0.0.0.0", allow_remote=True)  # the explicit flag lets it through
+    refused = CliRunner().invoke(app, ["--home", str(home), "serve", "--host", "0.0.0.0", "--allow-remote"])
+    assert refused.exit_code == 2 and "without --token-file" in refused.output  # remote needs a token
+    check_bind("0.0.0.0", allow_remote=True, token_file="hub.token")  # both flags let it through
     check_bind("127.0.0.1", allow_remote=False)
 
 

@@ -152,3 +152,33 @@ def test_web_page_in_headless_chromium(served: tuple[str, str], tmp_path: Path) 
         browser.evaluate("document.querySelector('details.tool').open = true")
         assert "<iframe" in browser.evaluate("document.querySelector('details.tool pre').textContent")
         assert browser.evaluate("window.__xss === undefined")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install -y chromium); "
+                                              "the web page needs a real browser to be tested")
+def test_web_page_asks_for_the_token_once(demo_copy: Path, spawn, tmp_path: Path) -> None:
+    token_file, port, log = tmp_path / "hub.token", free_port(), tmp_path / "serve.log"
+    with log.open("w") as err:
+        proc = spawn([MEMVAULT, "--home", str(demo_copy), "serve", "--port", str(port), "--token-file", str(token_file)],
+                     stdout=subprocess.DEVNULL, stderr=err)
+    base = f"http://127.0.0.1:{port}"
+    wait_healthy(base, proc, log)
+    assert token_file.stat().st_mode & 0o777 == 0o600 and str(token_file) in log.read_text()
+    token = token_file.read_text().strip()
+    assert len(token) == 64 and httpx.get(f"{base}/articles", timeout=60).status_code == 401
+    assert CHROMIUM is not None
+    with Browser(CHROMIUM, tmp_path / "profile") as browser:
+        browser.navigate(f"{base}/")
+        browser.wait_for("document.getElementById('token-form') !== null")
+        browser.evaluate("document.getElementById('token').value = '" + "0" * 64 + "'")
+        browser.evaluate("document.getElementById('token-form').requestSubmit()")
+        refused = browser.wait_for("document.querySelector('main .error') && document.querySelector('main .error').textContent")
+        assert "refused" in refused
+        browser.evaluate("document.getElementById('token').focus()")
+        browser.type_text(token)
+        browser.press_enter()
+        assert browser.wait_for("document.querySelectorAll('#articles li a').length") > 0
+        browser.navigate(f"{base}/#/c")  # another view: the token is not asked again
+        assert browser.wait_for("document.querySelectorAll('#conversations tbody tr').length") > 0
+        assert browser.evaluate("sessionStorage.getItem('memvault-token')") == token
+        assert browser.evaluate("localStorage.length") == 0 and browser.evaluate("document.cookie") == ""

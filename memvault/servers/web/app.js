@@ -20,8 +20,22 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+// A server started with --token-file wants `Authorization: Bearer <token>` on every API call.
+// The page asks for the token once and keeps it in this tab's sessionStorage only (gone when the
+// tab closes; never in localStorage, a cookie or the URL).
+const TOKEN_KEY = "memvault-token";
+
+class NeedsToken extends Error {}
+
 async function api(path) {
-  const response = await fetch(path, { headers: { Accept: "application/json" } });
+  const headers = { Accept: "application/json" };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const response = await fetch(path, { headers });
+  if (response.status === 401) {
+    if (token) sessionStorage.removeItem(TOKEN_KEY);
+    throw new NeedsToken(token ? "That token was refused." : "");
+  }
   let body;
   try { body = await response.json(); } catch (e) { body = { error: `${response.status} ${response.statusText}` }; }
   if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
@@ -34,7 +48,23 @@ function show(...nodes) {
 }
 
 function fail(error) {
+  if (error instanceof NeedsToken) return askToken(error.message);
   show(el("p", { class: "error" }, String(error.message || error)));
+}
+
+function askToken(why) {
+  const input = el("input", { id: "token", type: "password", autocomplete: "off", "aria-label": "Token" });
+  const form = el("form", { id: "token-form" }, input, el("button", { type: "submit" }, "Open"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = input.value.trim();
+    if (value) { sessionStorage.setItem(TOKEN_KEY, value); route(); }
+  });
+  show(el("h1", {}, "Token"),
+    el("p", {}, "This memory is served with a token (memvault serve --token-file FILE). Paste the token from that file; "
+      + "it is kept in this tab only."),
+    why ? el("p", { class: "error" }, why) : null, form);
+  input.focus();
 }
 
 function day(iso) { return iso ? iso.slice(0, 10) : ""; }
