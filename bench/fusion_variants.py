@@ -16,6 +16,7 @@ class BenchWeights(ScoringWeights):
     """Scoring weights and the candidate depth they are scored at."""
 
     top_k: int | None = Field(default=None, description="Candidates per list (recall.top_k); None: as captured")
+    hop_k: int | None = Field(default=None, description="Second-hop candidates (recall.hop_k); None: as captured")
 
 
 # The recall.top_k that rounds one to five were measured at (cases captured deeper are cut to it).

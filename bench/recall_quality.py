@@ -55,6 +55,7 @@ from stores.nodes import NodeIndex  # noqa: E402
 from tasks.index import rows_for, write_index  # noqa: E402
 
 from fusion_variants import BenchWeights, fusion_variants  # noqa: E402
+from gather_variants import gather_variants  # noqa: E402
 from recall_metrics import FIGURES, Tally, loo_report, sweep_report  # noqa: E402
 
 MODES = ("full", "vector", "fulltext", "baseline_rrf")
@@ -260,6 +261,7 @@ def capture_conversation(sample: dict[str, Any], embedder: CachedEmbedder, overr
         raw_text = [f"{t.get('speaker')}: {t.get('text')}" for t in all_turns]
         bm25 = BM25(raw_text)
         raw_vecs = embedder.embed(raw_text)
+        embedder.save()
         for question, category, gold in questions:
             cands, rows, lookup = service._candidates(question, settings.recall.top_k)
             wanted = sorted({i for c in cands for i in _liftable(c)} - {c.id for c in cands})
@@ -288,20 +290,27 @@ def capture_conversation(sample: dict[str, Any], embedder: CachedEmbedder, overr
     return out
 
 
-def cut_candidates(hits: list[Candidate], top_k: int) -> tuple[list[Candidate], dict[str, Candidate]]:
-    """The candidates ``MemoryService._candidates`` returns with ``recall.top_k`` = ``top_k``,
-    from those captured with a larger one: each list cut to its first ``top_k``. A full-text
-    hit keeps its cosine (recall computes it from the vector). A node past both cuts is no hit,
-    but can still be lifted: it is returned as the lookup would read it (no scores, no kin)."""
+def cut_candidates(hits: list[Candidate], top_k: int | None,
+                   hop_k: int | None = None) -> tuple[list[Candidate], dict[str, Candidate]]:
+    """The candidates ``MemoryService._candidates`` returns with ``recall.top_k`` = ``top_k``
+    and ``recall.hop_k`` = ``hop_k``, from those captured with larger ones (None: as captured):
+    each list cut to its first ``top_k`` (the second hop's to ``hop_k``). A full-text hit keeps
+    its cosine (recall computes it from the vector). A node past every cut is no hit, but can
+    still be lifted: it is returned as the lookup would read it (no scores, no kin). Cut to a
+    shorter ``hop_k`` the second hop is exactly recall's; with ``top_k`` cut it stays the one
+    searched at the captured depth (its terms' rarity counted over the deeper lists)."""
     kept, dropped = [], {}
     for c in hits:
-        in_vector = c.vector_rank is not None and c.vector_rank <= top_k
-        in_text = c.fts_rank is not None and c.fts_rank <= top_k
-        if in_vector or in_text:
+        in_vector = c.vector_rank is not None and (top_k is None or c.vector_rank <= top_k)
+        in_text = c.fts_rank is not None and (top_k is None or c.fts_rank <= top_k)
+        in_hop = c.hop_rank is not None and (hop_k is None or c.hop_rank <= hop_k)
+        if in_vector or in_text or in_hop:
             kept.append(replace(c, vector_rank=c.vector_rank if in_vector else None,
-                                fts_rank=c.fts_rank if in_text else None, lexical=c.lexical if in_text else None))
+                                fts_rank=c.fts_rank if in_text else None, lexical=c.lexical if in_text else None,
+                                hop_rank=c.hop_rank if in_hop else None))
         else:
-            dropped[c.id] = replace(c, cos=None, lexical=None, vector_rank=None, fts_rank=None, children=[], siblings=[])
+            dropped[c.id] = replace(c, cos=None, lexical=None, vector_rank=None, fts_rank=None, hop_rank=None,
+                                    children=[], siblings=[])
     return kept, dropped
 
 
@@ -309,9 +318,10 @@ def rank_case(case: Case, nodes: dict[str, tuple[str, str | None]], weights: Sco
     """The turns of one case in the order recall scoring with ``weights`` ranks them (a
     ``BenchWeights`` with ``top_k`` set: on that many candidates per list)."""
     top_k = weights.top_k if isinstance(weights, BenchWeights) else None
+    hop_k = weights.hop_k if isinstance(weights, BenchWeights) else None
     hits, store = case.hits, case.lifted
-    if top_k is not None:
-        hits, dropped = cut_candidates(case.hits, top_k)
+    if top_k is not None or hop_k is not None:
+        hits, dropped = cut_candidates(case.hits, top_k, hop_k)
         store = {**case.lifted, **dropped}
     scored = score_candidates(hits, lambda ids: {i: store[i] for i in ids if i in store},
                               weights, datetime.now(timezone.utc), query=case.question)
@@ -358,6 +368,7 @@ def load_cases(args: argparse.Namespace, data: list[dict[str, Any]], overrides: 
     started = time.perf_counter()
     out: dict[str, ConversationCases] = {}
     for sample in data:
+        embedder.save()  # before each conversation: a failed capture keeps what was embedded
         out[str(sample.get("sample_id"))] = capture_conversation(sample, embedder, overrides)
         print(f"[{time.perf_counter() - started:6.1f}s] {sample.get('sample_id')}: captured", file=sys.stderr)
     embedder.save()
@@ -433,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     families: dict[str, list[str]] = {}
     if args.variants is not None:
         wanted = [w.strip() for w in args.variants.split(",") if w.strip()]
-        for family, members in fusion_variants(base).items():
+        for family, members in {**fusion_variants(base), **gather_variants(base)}.items():
             if wanted and not any(w in family for w in wanted):
                 continue
             variants.update(members)

@@ -207,6 +207,29 @@ class RecallSettings(Section):
         description="Prior of a node that dates something (yesterday, last week, a month) when the query asks when",
     )
     diversity: float = Field(default=0.88, ge=0, le=1, description="Drop candidates this similar to a picked node")
+    hop_k: int = Field(
+        default=0, ge=0,
+        description="Second hop: candidates from a full-text search for the rare terms of the first hop's best hits (0: none)",
+    )
+    hop_seeds: int = Field(default=3, ge=1, description="The first hop's best hits whose rare terms the second hop seeks")
+    hop_terms: int = Field(default=8, ge=1, description="Rare terms taken from the second hop's seeds, at most")
+    hop_max_share: float = Field(
+        default=0.1, ge=0, le=1, description="A seed's term found in more than this share of the hits is not rare: not taken"
+    )
+    w_hop: float = Field(
+        default=0.0, ge=0, description="Weight of the share of the first hop's rare terms (names, places, numbers) a node shares"
+    )
+    hop_full: int = Field(default=2, ge=1, description="Rare terms a node must share to get the whole hop weight")
+    w_session: float = Field(
+        default=0.0, ge=0,
+        description="Weight of a node's session support: the bases of its session's best hits summed, over the best session's",
+    )
+    session_top: int = Field(default=3, ge=1, description="Hits of a session whose bases its support sums")
+    w_cover: float = Field(
+        default=0.0, ge=0, description="Weight of the idf share of the query's words a node holds that the best few hits lack"
+    )
+    cover_seeds: int = Field(default=3, ge=1, description="The best hits whose query words a node completes")
+    w_speaker: float = Field(default=0.0, ge=0, description="Weight of a turn spoken by a person the query names")
 
 
 class ScheduleSettings(Section):

@@ -380,6 +380,11 @@ class NodeIndex(NodeWrites):
 
         return _run(nearest()), fts.result()
 
+    def text_search(self, query: str, k: int, where: str | None = None) -> list[dict[str, Any]]:
+        """Full-text top-``k`` alone (with ``_score``, ``RECALL_COLUMNS`` and the vector): recall's
+        second hop, which searches for words of the first hop's hits, not of the query."""
+        return _run(self._fts(self._table(), query, k, RECALL_COLUMNS + ["vector"], where))
+
     def rows_of(self, ids: Sequence[str], scope: str | None = None) -> list[dict[str, Any]]:
         """``LIFTED_COLUMNS`` and the vector of each of ``ids`` that exists, in one read (the
         nodes that recall lifts and that can still rank; deleted ones are simply absent, and

@@ -137,10 +137,11 @@ def synthetic_rows(n: int, rng: np.random.Generator, start: int = 0, dim: int = 
 
 
 def check_explain_adds_up(s: Any) -> None:
-    """A scored hit's explain adds up: relevance, priors, total, and the base from its terms."""
+    """A scored hit's explain adds up: relevance, gathered bonuses, priors, total, and the base
+    from its terms."""
     e = s.explain
-    relevance = max(float(e["base"]), float(e["propagation"]))
-    priors = sum(float(v) for k, v in e.items() if k.endswith("_prior"))
+    relevance = max(float(e["base"]), float(e["propagation"])) + float(e.get("kin_support") or 0.0)
+    priors = sum(float(v) for k, v in e.items() if k.endswith("_prior") or k.endswith("_bonus"))
     assert e["relevance"] == pytest.approx(relevance, abs=1e-12)
     assert abs(float(e["total"]) - (relevance + priors)) < 1e-9
     assert s.score == e["total"]

@@ -18,6 +18,7 @@ from memvault.markdown.tree import article_nodes
 from memvault.markdown.wikilinks import find_links, link_key
 from memvault.recall.access import ACCESS_LOG, append_access
 from memvault.recall.block import render_block
+from memvault.recall.query import hop_terms
 from memvault.recall.scope import Scope, in_project
 from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_head, select
 from memvault.settings import Settings
@@ -47,6 +48,7 @@ def _candidate(row: dict[str, Any], cwd: str | None = None) -> Candidate:
         vector=np.asarray(vec, dtype=np.float32) if vec is not None and not row.get("pending") else None,
         chars=len(row.get("text") or ""), text=row.get("text") or "",
         timestamp=ts if isinstance(ts, datetime) else None, in_project=in_project(row.get("project"), cwd),
+        doc=row.get("doc"),
     )
 
 
@@ -128,6 +130,8 @@ class MemoryService:
             c.lexical, c.fts_rank = float(row["_score"]), rank
             if c.cos is None and c.vector is not None:
                 c.cos = float(c.vector @ qv)
+        if self.settings.recall.hop_k:
+            self._second_hop(query, cands, rows, qv, where)
         # An exchange hit lifts its messages and a message hit the other messages of its
         # exchange and the turn that replies to it, so the answer is found through the turn
         # that holds the question (each turn still ranks on its own; nothing stands for the
@@ -145,6 +149,27 @@ class MemoryService:
             return {i: _candidate(rows[i], cwd) for i in ids if i in rows}
 
         return list(cands.values()), rows, lookup
+
+    def _second_hop(self, query: str, cands: dict[str, Candidate], rows: dict[str, dict[str, Any]],
+                    qv: np.ndarray, where: str | None) -> None:
+        """Full-text search for the rare terms of the first hop's best hits (``hop_terms``), so
+        a turn that shares a name or a place with them — the other half of an answer that spans
+        turns — is a candidate even when it shares no word with the query. The seeds are the
+        best of the two lists fused by rank (scoring has not run yet)."""
+        r = self.settings.recall
+        fused = {cid: sum(1 / (r.rrf_k + rank) for rank in (c.vector_rank, c.fts_rank) if rank is not None)
+                 for cid, c in cands.items()}
+        seeds = sorted(fused, key=lambda cid: (-fused[cid], cid))[: r.hop_seeds]
+        terms = hop_terms([cands[s].text for s in seeds], [c.text for c in cands.values()], query,
+                          r.hop_terms, r.hop_max_share)
+        if not terms:
+            return
+        for rank, row in enumerate(self.nodes.text_search(" ".join(terms), r.hop_k, where), start=1):
+            rows.setdefault(row["id"], row)
+            c = cands.setdefault(row["id"], _candidate(row))
+            c.hop_rank = rank
+            if c.cos is None and c.vector is not None:
+                c.cos = float(c.vector @ qv)
 
     def search(self, query: str, limit: int = 10, scope: Scope = Scope(), cwd: str | None = None) -> list[dict[str, Any]]:
         """Ids, titles, paths and scores of the best nodes — no bodies. ``scope`` filters,

@@ -108,3 +108,54 @@ def asks_when(query: str) -> bool:
 def has_temporal_cue(text: str) -> bool:
     """The text dates something: "yesterday", "last week", a weekday, a month, a year."""
     return bool(_TEMPORAL_CUE.search(text))
+
+
+# Function words and chat filler: never evidence that two turns speak of the same thing.
+STOPWORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before being below
+between both but by can could did do does doing down during each even ever every few for from further
+get got had has have having he her here hers herself him himself his how i if in into is it its itself
+just like ll me more most much my myself no nor not now of off oh on once one only or other our ours
+out over own really re same she should so some such than that the their theirs them themselves then
+there these they this those through to too under until up us ve very was we well were what when where
+which while who whom why will with would yeah yes you your yours yourself thanks thank wow great good
+going know think lot things thing something make made way sure cool awesome hey hi let see say said
+told tell love glad nice time day new what's that's it's i'm you're don't can't
+""".split())
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b")
+
+
+def content_terms(text: str) -> set[str]:
+    """Lowercase alphanumeric tokens of three or more characters that are not function words."""
+    return {t for t in _TOKEN.findall(text.lower()) if len(t) > 2 and t not in STOPWORDS}
+
+
+def speaker(text: str) -> str | None:
+    """The speaker a conversation turn's text opens with (``"Melanie: …"`` → ``"melanie"``)."""
+    m = re.match(r"([A-Za-z][\w .'-]{0,40}?):\s", text)
+    return m.group(1).strip().lower() if m else None
+
+
+def hop_terms(seeds: list[str], pool: list[str], query: str, limit: int, max_share: float) -> list[str]:
+    """The rare terms the ``seeds`` (the first hop's best texts) add to ``query``: what a second
+    hop searches for. A term counts when it is in no more than ``max_share`` of the ``pool``
+    (the first hop's texts; at least in one, so one seed's own word always may), is not a word of
+    the query or a function word, and not a seed's speaker. Order: in more seeds first, then
+    names and numbers, then rarer in the pool; at most ``limit``."""
+    asked = words(query)
+    pool_terms = [content_terms(t) for t in pool]
+    limit_df = max(1.0, max_share * len(pool_terms))
+    names = {m.group(0).lower() for t in seeds for m in _NAME.finditer(t)}
+    speakers = {s for t in seeds if (s := speaker(t))}
+    seen: dict[str, int] = {}
+    for text in seeds:
+        for term in content_terms(text):
+            if term not in asked and term not in speakers:
+                seen[term] = seen.get(term, 0) + 1
+    ranked = []
+    for term, n_seeds in seen.items():
+        df = sum(term in ts for ts in pool_terms)
+        if df <= limit_df:
+            salient = term in names or any(ch.isdigit() for ch in term)
+            ranked.append((-n_seeds, not salient, df, term))
+    return [term for *_, term in sorted(ranked)[:limit]]

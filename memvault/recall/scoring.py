@@ -12,7 +12,9 @@ on LoCoMo dev (bench/README.md, "Fusion variants"):
     prior      = 0.06·importance + 0.05·exp(-age/45d) + 0.03·log1p(access)/log 8
                  + 0.20 if the node is dated in the day/month/year the query names (+14 days)
                  + 0.15 if the query asks when and the node dates something ("last week")
-    score      = max(base, propagated) + prior
+    gathered   = w_hop·(rare terms of the best hits shared) + w_session·(session support)
+                 + w_cover·(query words the best hits lack) + w_speaker·(spoken by whom it names)
+    score      = max(base, propagated) + gathered + prior
 
 ``lexical`` is BM25 over the query's best and ``exact`` the share of the query's exact tokens
 (numbers, ids, names: ``memvault.recall.query``) that the hit contains, among those that tell
@@ -28,7 +30,11 @@ question asked in a conversation ("what's your best camping memory?"), the answe
 after it, which often shares few of the query's words — it is what was asked for, so it
 carries the question's whole base. After a statement the next turn is mostly a reaction
 ("wow, that's great!"), so a statement lifts its reply by half: at 0.9 for every turn, a
-third of the first ten places went to such replies (bench/README.md, "Sixth round")."""
+third of the first ten places went to such replies (bench/README.md, "Sixth round").
+
+The gathered terms (``memvault.recall.gather``) look at the hits together: an answer that
+spans turns shares names with the best hits, or sits in the session most hits come from. Each
+is in ``explain`` as a ``*_bonus`` (with ``hop_terms``, what the hop looked for)."""
 
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -37,59 +43,11 @@ from datetime import datetime, timezone
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from memvault.markdown.tree import truncate
+from memvault.recall.gather import bonuses, explain_hop, gather, max_bonus
 from memvault.recall.query import Period, asks_when, exact_tokens, has_temporal_cue, named_period, words
-
-
-class ScoringWeights(BaseModel):
-    """Every weight of the recall score; defaults chosen left one conversation out on LoCoMo dev (bench/README.md)."""
-
-    w_cos: float = Field(default=0.35, description="Weight of the cosine similarity to the query")
-    w_lex: float = Field(default=0.40, description="Weight of the lexical (BM25) score, normalized per query by its max")
-    w_rrf: float = Field(default=0.25, description="Weight of reciprocal rank fusion, normalized so rank 1 in both lists is 1")
-    rrf_k: int = Field(default=10, description="RRF constant k in 1/(k + rank)")
-    hot_days: float = Field(default=30, description="Nodes younger than this many days are in the hot tier")
-    warm_days: float = Field(default=180, description="Nodes younger than this many days (and not hot) are warm")
-    tier_hot: float = Field(default=1.00, description="Tier multiplier of hot nodes")
-    tier_warm: float = Field(default=0.90, description="Tier multiplier of warm nodes")
-    tier_cold: float = Field(default=0.78, description="Tier multiplier of cold nodes")
-    tier_unknown: float = Field(default=1.00, description="Tier multiplier of nodes without a date")
-    parent_damping: float = Field(default=0.55, description="Share of a hit's base passed to its parent")
-    neighbour_damping: float = Field(default=0.55, description="Share of a hit's base × similarity passed to a similar node")
-    child_damping: float = Field(default=0.55, description="Share of an exchange hit's base passed to each of its messages")
-    sibling_damping: float = Field(default=0.5, description="Share of a message hit's base passed to the other messages of its exchange")
-    reply_damping: float = Field(
-        default=1.0, description="Share of a message hit's base passed to the next turn of its conversation (its reply)")
-    w_importance: float = Field(default=0.06, description="Weight of the importance prior (importance in [0, 1])")
-    w_recency: float = Field(default=0.05, description="Weight of the recency prior exp(-age / recency_days)")
-    recency_days: float = Field(default=45, description="Scale in days of the recency prior")
-    w_access: float = Field(default=0.03, description="Weight of the access prior log1p(access) / log(access_base)")
-    access_base: float = Field(default=8, description="Access count at which the access prior reaches its full weight")
-    access_cap: float = Field(default=1.0, description="Cap on log1p(access)/log(access_base), so access never outweighs relevance")
-    diversity: float = Field(default=0.88, description="A candidate this cosine-similar to a picked node is dropped")
-    w_project: float = Field(default=0.0, description="Prior of a node of the project the recall is made from (0: no project known)")
-    cos_norm: Literal["raw", "minmax"] = Field(
-        default="raw", description="Cosine as is (raw) or rescaled over the query's vector hits, best 1, worst 0 (minmax)")
-    lex_norm: Literal["max", "minmax"] = Field(
-        default="max", description="BM25 over the query's best (max) or rescaled over its full-text hits, best 1, worst 0 (minmax)")
-    peak_gain: float = Field(
-        default=0.0, description="Query-dependent weights: share of min(w_cos, w_lex) moved towards the more peaked list")
-    peak_depth: int = Field(default=10, description="How peaked a list is: its best against the mean of its first peak_depth")
-    w_exact: float = Field(
-        default=0.1, description="Weight of the share of the query's exact tokens (numbers, ids, names) a hit contains")
-    exact_max_share: float = Field(
-        default=0.25, description="An exact token in more than this share of the hits tells them apart from nothing: ignored")
-    w_date: float = Field(default=0.2, description="Prior of a node dated inside the period the query names (a day, month, year)")
-    date_slack_days: float = Field(default=14, description="A node dated up to this many days after the named period still counts")
-    w_when: float = Field(default=0.15, description="Prior of a hit that dates something (yesterday, last week, a month) on a when-question")
-    reply_statement_damping: float | None = Field(
-        default=0.5, description="Share passed to the reply of a message hit that asks no question (no '?'); None: reply_damping")
-    kin_share: float = Field(
-        default=0.0, description="Share of the weaker of a hit's own base and its best lift added to the stronger (kin support)")
-    prompt_damping: float = Field(
-        default=0.0, description="Share of a message hit's base passed to the hit it replies to (the turn before it)")
+from memvault.recall.weights import ScoringWeights as ScoringWeights  # re-exported: callers import it from here
 
 
 @dataclass
@@ -114,6 +72,8 @@ class Candidate:
     text: str = ""
     timestamp: datetime | None = None
     in_project: bool = False  # of the project the recall is made from (memvault.recall.scope)
+    doc: str | None = None  # the document (an article, a conversation or session) the node is part of
+    hop_rank: int | None = None  # 1-based rank in the second hop's full-text search
 
 
 @dataclass
@@ -316,12 +276,13 @@ def score_head(
             # The turn before a hit, when it is a hit too: the question its answer was asked by.
             offer(cid, float(bases[c.reply]["base"] or 0.0) * w.prompt_damping, c.reply, "prompt")
 
+    gathered = gather(hits, {cid: float(b["base"] or 0.0) for cid, b in bases.items()}, query, w)
     missing = [nid for nid in lifted if nid not in hits]
     complete = True
     if keep is not None and len(hits) >= keep > 0:
         floors = sorted((float(bases[cid]["base"] or 0.0) + sum(_priors(c, ages[cid], w, q).values())
                          for cid, c in hits.items()), reverse=True)
-        bar = floors[keep - 1] - _max_prior(w, q)
+        bar = floors[keep - 1] - _max_prior(w, q) - max_bonus(w)
         reachable = [nid for nid in missing if lifted[nid][0] >= bar]
         complete = len(reachable) == len(missing)
         missing = reachable
@@ -339,7 +300,8 @@ def score_head(
         support = w.kin_share * min(base, propagation)
         relevance = max(base, propagation) + support
         priors = _priors(c, age, w, q)
-        total = relevance + sum(priors.values())
+        extra = bonuses(c, gathered, w)
+        total = relevance + sum(extra.values()) + sum(priors.values())
         explain = {
             **terms,
             "propagated_from": source,
@@ -347,6 +309,8 @@ def score_head(
             "propagation": propagation,
             "kin_support": support,
             "relevance": relevance,
+            **extra,
+            **explain_hop(gathered),
             **priors,
             "total": total,
         }

@@ -20,8 +20,8 @@ def test_every_family_holds_the_defaults_and_moves_only_what_it_names() -> None:
     assert families and all(name.startswith(PER_EMBEDDER) for name in families)
     for family, members in families.items():
         base = members[f"{family}: defaults"]
-        assert base.model_dump(exclude={"top_k"}) == defaults
+        assert base.model_dump(exclude={"top_k", "hop_k"}) == defaults
         assert all(w.top_k == ROUNDS_TOP_K for w in members.values())
     shares = families[f"{PER_EMBEDDER}: shares"]
-    moved = {k for w in shares.values() for k, v in w.model_dump(exclude={"top_k"}).items() if v != defaults[k]}
+    moved = {k for w in shares.values() for k, v in w.model_dump(exclude={"top_k", "hop_k"}).items() if v != defaults[k]}
     assert moved == {"w_cos", "w_lex", "w_rrf"}

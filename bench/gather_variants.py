@@ -1,0 +1,37 @@
+"""The variants of evidence gathered across hits (issue 29 item 1: answers that span turns),
+scored by `bench/recall_quality.py --variants gather`, in families as in `fusion_variants.py`.
+
+Each family holds the product's defaults without the new terms ("none") as a member, so that
+left one conversation out it may choose no change. The second hop's candidates need cases
+captured with them (`--set recall.hop_k=20`); each variant names its `hop_k` (0: the first
+hop's candidates alone, as recall was before), and the cases are cut to it.
+"""
+
+from memvault.recall.scoring import ScoringWeights
+
+from fusion_variants import BenchWeights
+
+PREFIX = "gather"
+HOP_CAPTURED = 20  # recall.hop_k the cases are captured with
+
+
+def gather_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights]]:
+    """Family name → {variant name: weights}, on the product's defaults."""
+    product = BenchWeights(**defaults.model_dump(), hop_k=0).model_copy(
+        update={"w_hop": 0.0, "w_session": 0.0, "w_cover": 0.0, "w_speaker": 0.0})
+    families: dict[str, dict[str, ScoringWeights]] = {}
+
+    def family(name: str, changes: dict[str, dict[str, object]]) -> None:
+        full = f"{PREFIX}: {name}"
+        members = {"none": {}, **changes}
+        families[full] = {f"{full}: {label}": product.model_copy(update=change) for label, change in members.items()}
+
+    # First round: each term alone.
+    family("second-hop candidates", {f"hop_k {k}": {"hop_k": k} for k in (10, 20)})
+    family("hop term", {f"w_hop {x:g}, hop_k {k}": {"w_hop": x, "hop_k": k}
+                        for k in (0, 20) for x in (0.05, 0.1, 0.2)})
+    family("session support", {f"w_session {x:g}, top {n}": {"w_session": x, "session_top": n}
+                               for n in (1, 3) for x in (0.05, 0.1, 0.2)})
+    family("query coverage", {f"w_cover {x:g}": {"w_cover": x} for x in (0.05, 0.1, 0.2)})
+    family("speaker", {f"w_speaker {x:g}": {"w_speaker": x} for x in (0.03, 0.06, 0.12)})
+    return families
