@@ -157,7 +157,9 @@ DEFAULT_PATTERNS: dict[str, str] = {
     "password_word": (
         r"(?i)(?:(?<![\w-])(?:" + "|".join(_any_escaping(w) for w in PASSWORD_WORDS_SPACED) + r")|"
         + "|".join(_any_escaping(w) for w in PASSWORD_WORDS_UNSPACED) + r")"
-        r"\s*(?:[:=：]|\\+uff1a)\s*" + _Q + r"?" + _NOT_DONE + r"(?P<secret>[^\s\"'`,;，。、\\]{4,})"
+        # up to three words may qualify it on the same line ("Kennwort für das NAS: …")
+        r"(?:[ \t]+[^\s:=：,;.?!]{1,24}){0,3}?[ \t]*(?:[:=：]|\\+uff1a)\s*" + _Q + r"?" + _NOT_DONE
+        + r"(?P<secret>[^\s\"'`,;，。、\\]{4,})"
     ),
     # curl -u user:pass, --user user:pass
     "cli_credentials": r"(?:\s|^)(?:-u|--user)[\s=]+[\"']?[^\s:\"']+:" + _NOT_DONE + r"(?P<secret>[^\s\"']+)",

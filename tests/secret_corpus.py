@@ -6,6 +6,7 @@ secret, and the secret part that must never be stored (checked byte for byte).
 """
 
 import random
+from collections.abc import Callable
 from typing import NamedTuple
 
 _RNG = random.Random(1307)
@@ -142,3 +143,57 @@ FORMS += [
           "AAAAC3NzaC1lZDI1NTE5AAAAI" + _rand(20) + "\n" + _rand(24) + "\nPrivate-Lines: 1\n{S}\nPrivate-MAC: " + _hex(64),
           _PPK_PRIVATE),
 ]
+
+
+# A held-out set for bench/secret_leaks.py: the forms of #26 §1 and ten older kinds, each in a
+# context written after the rules and not used to tune them (other commands, files and
+# languages than FORMS above). ``held_out(copy)`` draws fresh values for every planted copy,
+# so a leak found anywhere names the copy it came from.
+_HELD_OUT: list[tuple[str, str, Callable[[random.Random], str]]] = [
+    ("mysql_password", "mysqldump --single-transaction -uroot -p{S} --all-databases > all.sql",
+     lambda r: "Dmp" + _draw(r, 10)),
+    ("sshpass_password", "rsync -e \"sshpass -p {S} ssh -o StrictHostKeyChecking=no\" dist/ web@192.168.1.20:/var/www",
+     lambda r: "Rs" + _draw(r, 10)),
+    ("redis_cli_password", "redis-cli --pass {S} -n 2 FLUSHDB", lambda r: "Fl" + _draw(r, 12)),
+    ("openssl_passphrase", "openssl enc -aes-256-cbc -salt -in backup.tar -out backup.enc -pass pass:{S}",
+     lambda r: "Enc" + _draw(r, 9)),
+    ("netrc_password", "printf 'machine pypi.internal login ci password {S}\\n' > ~/.netrc", lambda r: "Pi" + _draw(r, 12)),
+    ("pgpass_line", "*:5432:*:replicator:{S}", lambda r: "Rep" + _draw(r, 11)),
+    ("assignment", "$db = ['driver' => 'pgsql', 'password' => '{S}'];", lambda r: "Php" + _draw(r, 9)),
+    ("assignment", "os.environ['MINIO_ROOT_PASSWORD'] = '{S}'", lambda r: "Min" + _draw(r, 10)),
+    ("assignment", "LDAP_BIND_PASS={S} ./sync-users.sh", lambda r: "Ld" + _draw(r, 12)),
+    ("docker_pat", "DOCKERHUB_TOKEN: {S}", lambda r: "dckr_pat_" + _draw(r, 27, _ALNUM + "_-")),
+    ("google_oauth", "gcloud printed refresh token {S} — store it in the vault", lambda r: "1//0e" + _draw(r, 100, _ALNUM + "_-")),
+    ("password_word", "Kennwort für das NAS: {S}", lambda r: "Nas" + _draw(r, 9)),
+    ("password_word", "Wi-Fi « Maison » — mot de passe: {S}", lambda r: "Wifi" + _draw(r, 8)),
+    ("password_word", "la contraseña del panel es\ncontraseña = {S}", lambda r: "Pan" + _draw(r, 9)),
+    ("password_word", "acesso ao servidor — senha: {S}", lambda r: "Srv" + _draw(r, 9)),
+    ("password_word", "Пароль: {S} (временный)", lambda r: "Vrem" + _draw(r, 8)),
+    ("password_word", "路由器管理密码: {S}", lambda r: "Lyq" + _draw(r, 9)),
+    ("password_word", "管理画面のパスワード：{S}", lambda r: "Kanri" + _draw(r, 7)),
+    ("base64_private_key", "kubectl get secret deploy-key -o jsonpath='{.data.key}'\n{S}",
+     lambda r: __import__("base64").b64encode(("-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(
+         _draw(r, 64, _ALNUM + "+/") for _ in range(4)) + "\n-----END RSA PRIVATE KEY-----\n").encode()).decode()),
+    ("discord_bot_token", "DISCORD_BOT={S}", lambda r: "OT" + _draw(r, 24) + "." + _draw(r, 6) + "." + _draw(r, 38, _ALNUM + "_-")),
+    ("url_password", '"DATABASE_URL":"postgresql:\\/\\/app:{S}@10.0.0.5:5432\\/app"', lambda r: "Pq" + _draw(r, 12)),
+    ("atlassian_api_token", "confluence token {S}",
+     lambda r: "ATATT3xFfGF0" + _draw(r, 170, _ALNUM + "_-") + "=" + _draw(r, 8, "0123456789ABCDEF")),
+    ("onepassword_token", "op signin with {S}", lambda r: "ops_eyJ" + _draw(r, 320, _ALNUM + "+/")),
+    ("putty_private_key", "Private-Lines: 2\n{S}\nPrivate-MAC: " + "ab" * 32,
+     lambda r: _draw(r, 64, _ALNUM + "+/") + "\n" + _draw(r, 20, _ALNUM + "+/") + "=="),
+    ("github_token", "git remote set-url origin https://x-access-token:{S}@github.com/acme/app.git",
+     lambda r: "ghs_" + _draw(r, 36)),
+    ("aws_access_key_id", "[default]\naws_access_key_id={S}", lambda r: "AKIA" + _draw(r, 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")),
+    ("url_password", "amqp://guest:{S}@rabbit:5672/", lambda r: "Mq" + _draw(r, 12)),
+    ("openai_api_key", "OPENAI_API_KEY={S} python eval.py", lambda r: "sk-proj-" + _draw(r, 48)),
+]
+
+
+def _draw(rng: random.Random, n: int, alphabet: str = _ALNUM) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def held_out(copy: int) -> list[Form]:
+    """The held-out forms with values drawn for planted copy number ``copy``."""
+    rng = random.Random(9001 + copy)
+    return [_form(kind, template, make(rng)) for kind, template, make in _HELD_OUT]
