@@ -53,12 +53,14 @@ def entry_for(payload: Any, source: str) -> dict[str, Any]:
 
 def spawn_drainer(home: Path) -> int | None:
     """Start `memvault drain --wait` detached (its own session, no terminal); returns its pid."""
+    return _detached(home, [sys.executable, "-m", "memvault.cli", "--home", str(home), "drain", "--wait"])
+
+
+def _detached(home: Path, argv: list[str]) -> int:
     log = open(home / ".memvault" / spool.LIVE_LOG, "a")  # the child inherits it; closed here after
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "memvault.cli", "--home", str(home), "drain", "--wait"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
-        )
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                close_fds=True)
     finally:
         log.close()
     return proc.pid
@@ -66,15 +68,7 @@ def spawn_drainer(home: Path) -> int | None:
 
 def spawn_pusher(home: Path) -> int | None:
     """Start the hub client's pusher (`memvault.hub_push`, standard library only) detached."""
-    log = open(home / ".memvault" / spool.LIVE_LOG, "a")
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "memvault.hub_push", "--home", str(home)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
-        )
-    finally:
-        log.close()
-    return proc.pid
+    return _detached(home, [sys.executable, "-m", "memvault.hub_push", "--home", str(home)])
 
 
 def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = True) -> dict[str, Any]:
