@@ -71,6 +71,24 @@ def spawn_pusher(home: Path) -> int | None:
     return _detached(home, [sys.executable, "-m", "memvault.hub_push", "--home", str(home)])
 
 
+def _start_drainer(home: Path, state: Path) -> str:
+    """Start what empties the spool unless one runs: in a hub client's home the pusher (the
+    entry goes to the hub, only its unacknowledged bytes), else a drainer — none while a
+    `memvault serve` drains."""
+    if hub_table(home) is not None:
+        if spool.drainer_running(state):
+            return "running"
+        spawn_pusher(home)
+        return "pusher"
+    serve = spool.serve_info(state)
+    if serve and serve.get("drains"):
+        return "serve"
+    if spool.drainer_running(state):
+        return "running"
+    spawn_drainer(home)
+    return "started"
+
+
 def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = True) -> dict[str, Any]:
     """Spool the event in ``raw`` (hook JSON) for ``home``; never raises.
 
@@ -88,25 +106,12 @@ def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = Tru
         return {"spooled": None, "error": str(exc)}
     # Written before the check: a drainer that is just finishing looks at the spool again
     # after releasing its lock, so this entry is never stranded between the two.
-    drainer = "running"
-    if spawn and hub_table(home) is not None:
-        # A hub client: the entry is pushed to the hub (only its unacknowledged bytes), not ingested here.
+    drainer = "running" if spawn else "not started"
+    if spawn:
         try:
-            if not spool.drainer_running(state):
-                spawn_pusher(home)
-                drainer = "pusher"
+            drainer = _start_drainer(home, state)
         except OSError as exc:
-            spool.log_line(state, f"capture: could not start the hub pusher ({exc}); `memvault drain` sends the spool")
-            drainer = "failed"
-    elif spawn:
-        try:
-            serve = spool.serve_info(state)
-            if serve and serve.get("drains"):
-                drainer = "serve"
-            elif not spool.drainer_running(state):
-                spawn_drainer(home)
-                drainer = "started"
-        except OSError as exc:
-            spool.log_line(state, f"capture: could not start a drainer ({exc}); the entry waits for the next one")
+            spool.log_line(state, f"capture: could not start a drainer ({exc}); the entry waits for the next one "
+                                  "(or `memvault drain`)")
             drainer = "failed"
     return {"spooled": str(path), "drainer": drainer}
