@@ -86,7 +86,15 @@ def index_brief(
     from memvault.ops.agent_setup import index_brief as brief
 
     with reporting(False):
-        print(brief(home_settings(ctx).home, max_chars))
+        settings = home_settings(ctx)
+        if settings.hub.url:  # a hub client: the articles are on the hub
+            from memvault.ops.hub_remote import hub_of
+
+            hub = hub_of(settings)
+            assert hub is not None
+            print(str(hub.get("/v1/index-brief").get("block") or ""))
+            return
+        print(brief(settings.home, max_chars))
 
 
 @app.command("agent-setup", rich_help_panel=PANEL)

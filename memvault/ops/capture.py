@@ -68,12 +68,14 @@ def payload_shape(raw: str) -> str:
 
 def spawn_drainer(home: Path) -> int | None:
     """Start `memvault drain --wait` detached (its own session, no terminal); returns its pid."""
+    return _detached(home, [sys.executable, "-m", "memvault.cli", "--home", str(home), "drain", "--wait"])
+
+
+def _detached(home: Path, argv: list[str]) -> int:
     log = open(home / ".memvault" / spool.LIVE_LOG, "a")  # the child inherits it; closed here after
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "memvault.cli", "--home", str(home), "drain", "--wait"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
-        )
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                close_fds=True)
     finally:
         log.close()
     return proc.pid
@@ -81,15 +83,25 @@ def spawn_drainer(home: Path) -> int | None:
 
 def spawn_pusher(home: Path) -> int | None:
     """Start the hub client's pusher (`memvault.hub_push`, standard library only) detached."""
-    log = open(home / ".memvault" / spool.LIVE_LOG, "a")
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "memvault.hub_push", "--home", str(home)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
-        )
-    finally:
-        log.close()
-    return proc.pid
+    return _detached(home, [sys.executable, "-m", "memvault.hub_push", "--home", str(home)])
+
+
+def _start_drainer(home: Path, state: Path) -> str:
+    """Start what empties the spool unless one runs: in a hub client's home the pusher (the
+    entry goes to the hub, only its unacknowledged bytes), else a drainer — none while a
+    `memvault serve` drains."""
+    if hub_table(home) is not None:
+        if spool.drainer_running(state):
+            return "running"
+        spawn_pusher(home)
+        return "pusher"
+    serve = spool.serve_info(state)
+    if serve and serve.get("drains"):
+        return "serve"
+    if spool.drainer_running(state):
+        return "running"
+    spawn_drainer(home)
+    return "started"
 
 
 def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = True) -> dict[str, Any]:
@@ -110,25 +122,12 @@ def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = Tru
         return {"spooled": None, "error": str(exc)}
     # Written before the check: a drainer that is just finishing looks at the spool again
     # after releasing its lock, so this entry is never stranded between the two.
-    drainer = "running"
-    if spawn and hub_table(home) is not None:
-        # A hub client: the entry is pushed to the hub (only its unacknowledged bytes), not ingested here.
+    drainer = "running" if spawn else "not started"
+    if spawn:
         try:
-            if not spool.drainer_running(state):
-                spawn_pusher(home)
-                drainer = "pusher"
+            drainer = _start_drainer(home, state)
         except OSError as exc:
-            spool.log_line(state, f"capture: could not start the hub pusher ({exc}); `memvault drain` sends the spool")
-            drainer = "failed"
-    elif spawn:
-        try:
-            serve = spool.serve_info(state)
-            if serve and serve.get("drains"):
-                drainer = "serve"
-            elif not spool.drainer_running(state):
-                spawn_drainer(home)
-                drainer = "started"
-        except OSError as exc:
-            spool.log_line(state, f"capture: could not start a drainer ({exc}); the entry waits for the next one")
+            spool.log_line(state, f"capture: could not start a drainer ({exc}); the entry waits for the next one "
+                                  "(or `memvault drain`)")
             drainer = "failed"
     return {"spooled": str(path), "drainer": drainer}

@@ -124,7 +124,13 @@ def hub_routes(shared: SharedService, write: bool) -> list[Route]:
                 "drainer": "serve" if spool.serve_info(state) else ("running" if spool.drainer_running(state) else "idle"),
                 **machines_summary(settings.home)}
 
+    def brief(body: Any) -> Any:
+        from memvault.ops.agent_setup import index_brief
+
+        return {"block": shared.call(lambda s: index_brief(s.settings.home))}
+
     routes = [route("/v1/recall", "POST", recall), route("/v1/search", "POST", search),
+              route("/v1/index-brief", "GET", brief),
               route("/v1/prompt-recall", "POST", prompt), route("/v1/status", "GET", status)]
     if write:
         routes += [route("/v1/capture", "POST", lambda body: capture(shared, body), limit=cap),

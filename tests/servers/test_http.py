@@ -93,3 +93,29 @@ def test_host_header_parsing() -> None:
     assert host_of("[::1]:8765") == "::1" and host_of("localhost:80") == "localhost"
     assert host_of("127.0.0.1") == "127.0.0.1" and host_of("Evil.Example:1") == "evil.example"
     assert host_of("::1") == "::1"
+
+
+def test_guard_checks_host_always_and_the_token_when_set() -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from memvault.servers.auth import Guard
+
+    def ok(request):  # noqa: ANN001, ANN202 - a bare endpoint
+        return PlainTextResponse("ok")
+
+    inner = Starlette(routes=[Route(p, ok, methods=["GET", "POST"]) for p in ("/health", "/", "/static/app.js", "/recall")])
+    open_app = TestClient(Guard(inner, allowed_hosts=["mini.local"]), base_url="http://127.0.0.1")
+    assert open_app.get("/recall").status_code == 200
+    assert open_app.get("/recall", headers={"Host": "mini.local:8765"}).status_code == 200
+    assert open_app.get("/recall", headers={"Host": "evil.example"}).status_code == 421
+    token = "t" * 64
+    client = TestClient(Guard(inner, allowed_hosts=["mini.local"], token=token), base_url="http://127.0.0.1")
+    assert client.get("/health").status_code == 200 and client.get("/static/app.js").status_code == 200
+    assert client.get("/").status_code == 200  # the page shell holds no memory; it asks for the token
+    assert client.get("/recall").status_code == 401 and client.post("/").status_code == 401
+    assert client.get("/recall", headers={"Authorization": "Bearer " + "x" * 64}).status_code == 401
+    assert client.get("/recall", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    assert client.get("/health", headers={"Host": "evil.example"}).status_code == 421  # the Host check comes first
