@@ -7,7 +7,7 @@ the name of the assistant the conversation was held with.
 """
 
 from memvault.phrase_similarity import Similarity
-from memvault.titles import _STOP, _WORD, PHRASE_CHARS, _tokens, is_source_name, ranked_phrases
+from memvault.titles import _STOP, _UNICODE_WORD, PHRASE_CHARS, _tokens, is_filler, is_source_name, ranked_phrases
 
 
 def _short_label(label: str | None) -> str | None:
@@ -22,9 +22,9 @@ def _short_label(label: str | None) -> str | None:
 
 def acceptable_heading(text: str) -> bool:
     """Whether a label can stand as a heading: some non-generic word, no markup or paths."""
-    if any(ch in text for ch in "/\\[]<>`|") or is_source_name(text):
+    if any(ch in text for ch in "/\\[]<>`|") or is_source_name(text) or is_filler(text):
         return False
-    return any(w.lower() not in _STOP for w in _WORD.findall(text))
+    return any(w.lower() not in _STOP for w in _UNICODE_WORD.findall(text))
 
 
 def _usable_title(title: str | None, text: str) -> str | None:
@@ -37,6 +37,10 @@ def _usable_title(title: str | None, text: str) -> str | None:
     if not acceptable_heading(name):
         return None
     content = {w for w in _tokens(name) if w not in _STOP}
+    if not content:
+        # A title in another script ("数据库备份"): about this chunk when most of its letters are in it.
+        letters = [ch for ch in name if ch.isalpha()]
+        return name if letters and sum(ch in text for ch in letters) >= 0.75 * len(letters) else None
     present = set(_tokens(text))
     # "Backing up Postgres" is about a chunk that says "backups": words match on their stem.
     found = sum(w in present or any(p.startswith(w[:max(4, len(w) - 3)]) for p in present) for w in content)

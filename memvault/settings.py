@@ -89,6 +89,10 @@ class ClusterSettings(Section):
         description="Extra cosine a chunk needs to join a bucket of only other projects' chunks, or to group with another project's chunk",
     )
     min_support: int = Field(default=2, ge=1, description="Chunks needed before a proposed bucket is created")
+    single_chunk_words: int = Field(
+        default=150, ge=0,
+        description="No-model path: words of discussion that make a chunk with no partner a topic of its own (0: never)",
+    )
     batch_size: int = Field(default=4, ge=1, description="Model path: chunks classified per model call")
     chunk_prompt_chars: int = Field(default=1_500, ge=1, description="Model path: characters of each chunk shown to the model")
     max_output_tokens: int = Field(default=512, ge=1, description="Model path: tokens the model may generate per cluster call")

@@ -48,7 +48,8 @@ _CUT = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'+-]*")
-_SMALL = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "vs", "with",
+_UNICODE_WORD = re.compile(r"[^\W\d_][\w'+-]*")
+_SMALL = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "vs", "versus", "with",
           "up", "out", "off", "down"}
 # Words that never name a topic on their own.
 GENERIC = frozenset("""
@@ -64,6 +65,18 @@ user assistant tool system sam yes okay thanks please sure
 # The assistants and their apps: where a conversation took place, never what it was about.
 SOURCE_NAMES = frozenset({"claude", "claude code", "claude ai", "chatgpt", "codex", "codex cli", "openai",
                           "anthropic", "gpt", "copilot", "gemini", "pi agent", "coding agent"})
+# Greetings, acknowledgements and sign-offs: what people say around a topic, never its name
+# ("Ttyl", "Hey Andrew", "Sounds Great" were article titles once).
+FILLER = frozenset("""
+hi hey hello hiya heya yo howdy greetings morning afternoon evening night bye goodbye ttyl ttys cya brb gtg
+later soon thanks thank thx ty cheers great awesome cool nice sounds sound good okay ok sure yes yeah yep yup
+no nope nah lol haha hehe wow congrats congratulations welcome sorry glad happy love totally absolutely
+definitely exactly indeed right well oh ah hmm same fun amazing wonderful fantastic talk catch care chat
+luck best wishes bless dear hugs xoxo appreciate appreciated anytime np welcome see wait hold yay omg
+""".split())
+_FILLER_GLUE = frozenset("a an the so much you it that this too me us all for again lot very guys everyone to of "
+                         "i am we are is was be really just".split())
+_GREETING_START = frozenset("hi hey hello hiya heya yo howdy dear thanks thank thx cheers bye goodbye morning".split())
 _MONTHS = frozenset("january february march april may june july august september october november december "
                     "monday tuesday wednesday thursday friday saturday sunday".split())
 _NUMBERS = frozenset("one two three four five six seven eight nine ten eleven twelve twenty hundred".split())
@@ -116,12 +129,35 @@ def acceptable(phrase: str) -> bool:
     if toks[0] in _STOP or toks[-1] in _STOP:
         return False
     content = [t for t in toks if t not in _STOP]
-    if is_source_name(phrase):
+    if is_source_name(phrase) or is_filler(phrase):
         return False
     if len(toks) > 1 and toks[-1] in _MONTHS and toks[-2] not in _SMALL:
         return False  # "Lisbon March": a place and a date side by side, not a name ("Lisbon in March" is)
     # One meaningful word of two letters ("Pi") is a fragment, not a name.
     return bool(content) and not (len(content) == 1 and len(content[0]) < 3)
+
+
+def is_filler(phrase: str) -> bool:
+    """Whether ``phrase`` is a greeting, acknowledgement or sign-off ("Ttyl", "Hey Andrew",
+    "Sounds Great", "Thanks so much"): every word filler or generic, or a greeting first."""
+    toks = [t.strip("'") for t in _tokens(phrase)]
+    if not toks:
+        return True
+    return toks[0] in _GREETING_START or all(t in FILLER or t in _FILLER_GLUE for t in toks)
+
+
+def addressed_names(texts: Iterable[str]) -> set[str]:
+    """Names people are addressed by in ``texts`` ("Hey Andrew", "Thanks, Mel!", "Caroline: …"),
+    casefolded: a person's name alone names no topic."""
+    out: set[str] = set()
+    for text in texts:
+        for m in _ADDRESS.finditer(text):
+            out.add((m.group(1) or m.group(2)).casefold())
+    return out
+
+
+_ADDRESS = re.compile(r"\b(?:hi|hey|hello|thanks|thank you|bye|dear|congrats|love you|see you),?\s+([A-Z][a-z]{2,})\b"
+                      r"|^(?:\w+:\s*)?([A-Z][a-z]{2,})[,!]\s", re.M)
 
 
 def is_source_name(phrase: str) -> bool:
@@ -230,7 +266,9 @@ def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | 
                 ranked.remove(item)
                 ranked.insert(0, item)
                 break
-    return [p for _, _, p in ranked]
+    # A person's name alone ("Andrew", "Caroline") is who took part, not what it was about.
+    names = addressed_names(texts)
+    return [p for _, _, p in ranked if not names or not {t for t in _tokens(p) if t not in _STOP} <= names]
 
 
 def _form(phrase: str) -> float:
@@ -339,8 +377,13 @@ def _title_from_conversations(titles: list[str]) -> str | None:
             continue
         words = _WORD.findall(_CUT.sub(" ", title))
         name = " ".join(words)
-        if name and len(name) <= PHRASE_CHARS and any(w.lower() not in _STOP for w in words):
+        if name and len(name) <= PHRASE_CHARS and any(w.lower() not in _STOP for w in words) and not is_filler(name):
             return name
+        if not words and title.isascii() is False:
+            # A title in another script ("数据库备份"): its words as written, markup aside.
+            name = " ".join(_UNICODE_WORD.findall(_CUT.sub(" ", title)))
+            if name and len(name) <= PHRASE_CHARS:
+                return name
     return None
 
 

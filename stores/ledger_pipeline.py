@@ -57,6 +57,16 @@ class PipelineMixin(LedgerBase):
             out.setdefault(bucket, {})[project] = n
         return out
 
+    def bucket_texts(self, chars: int = 2000) -> dict[str, list[str]]:
+        """Per bucket, the start (``chars``) of each of its chunks' texts: what cluster reads
+        a bucket's script from (memvault.scripts)."""
+        out: dict[str, list[str]] = {}
+        for bucket, text in self.con.execute(
+                "SELECT cb.bucket, substr(c.text, 1, ?) FROM chunk_buckets cb JOIN chunks c ON c.id = cb.chunk_id "
+                "ORDER BY cb.bucket, c.id", [chars]).fetchall():
+            out.setdefault(bucket, []).append(text or "")
+        return out
+
     def buckets(self, include_forgotten: bool = False) -> list[BucketRow]:
         sql = "SELECT name, description, centroid, size, forgotten FROM buckets"
         if not include_forgotten:

@@ -27,6 +27,7 @@ from memvault.engines import structured
 from memvault.engines.base import Completion, Engine
 from memvault.failpoints import failpoint
 from memvault.logs import conv_label
+from memvault.noise import strip_noise
 from memvault.prompts import Prompt, load_prompt
 from memvault.settings import ChunkSettings
 from stores.rows import ConversationRow, MessageRow
@@ -59,7 +60,7 @@ def exchanges(messages: list[MessageRow]) -> list[list[MessageRow]]:
     """Group messages into exchanges; low-value and meta messages are left out."""
     groups: list[list[MessageRow]] = []
     for m in messages:
-        if m.low_value or m.kind in SKIP_KINDS or not m.text.strip():
+        if m.low_value or m.kind in SKIP_KINDS or not strip_noise(m.text).strip():
             continue
         if m.role == "user" or not groups:
             groups.append([m])
@@ -69,7 +70,8 @@ def exchanges(messages: list[MessageRow]) -> list[list[MessageRow]]:
 
 
 def render(messages: list[MessageRow]) -> str:
-    return "\n".join(f"{m.role}: {m.text.strip()}" for m in messages)
+    # Agent-noise blocks (a reminder prepended to a prompt) stay in the ledger, not in chunks.
+    return "\n".join(f"{m.role}: {strip_noise(m.text).strip()}" for m in messages)
 
 
 def chunk_id(cid: str, message_ids: list[str]) -> str:
@@ -86,7 +88,7 @@ def plan_chunks(messages: list[MessageRow], embedder: Embedder, settings: ChunkS
     if not groups:
         return []
     full = embedder.embed([render(g)[:EMBED_CHARS] for g in groups])
-    vectors = exchange_vectors(full, embedder.embed([g[0].text[:EMBED_CHARS] for g in groups]))
+    vectors = exchange_vectors(full, embedder.embed([strip_noise(g[0].text)[:EMBED_CHARS] for g in groups]))
     cuts = boundaries(vectors, [g[0].text if g[0].role == "user" else "" for g in groups],
                       settings.boundary_similarity, settings.boundary_depth)
     ranges = segment(vectors, [len(render(g)) for g in groups], cuts, settings.max_chunk_chars)
@@ -104,7 +106,7 @@ def chunk_conversation(ctx: StageContext, cid: str) -> int:
     planned = plan_chunks(fresh, ctx.embedder, ctx.settings.chunk)
     for msgs, centroid in planned:
         first_user = next((m.text for m in msgs if m.role == "user"), msgs[0].text)
-        _save(ctx, cid, msgs, label(first_user), centroid)
+        _save(ctx, cid, msgs, label(strip_noise(first_user)), centroid)
     return len(planned)
 
 

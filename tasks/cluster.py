@@ -38,6 +38,7 @@ from stores.meta import BucketsPage, bucket_key
 # The centroid path's names stay importable from here (tests and benches use them).
 from tasks.cluster_centroid import (ClusterPass, Pending, agglomerate, assign_by_centroid, flush_bucket_pages,
                                     name_group)
+from tasks.cluster_waiting import write_waiting_page
 from tasks.cluster_model import ClusterReply, decide, reply_tokens, show_buckets, show_chunks
 from tasks.context import ModelStageResult, StageContext
 
@@ -52,10 +53,12 @@ class ClusterResult(ModelStageResult):
 
     omit_when_none: ClassVar[frozenset[str]] = frozenset(
         {"model", "proposed", "fallbacks", "fallback", "unasked", "prompt_hash", "fallback_assigned", "stopped",
-         "kept_apart", "low_content"})
+         "kept_apart", "low_content", "waiting_reasons"})
     chunks: int = 0
     assigned: int = 0
     waiting: int = 0
+    # Chunks in no topic after this pass, per reason (also listed on Meta/Waiting.md).
+    waiting_reasons: dict[str, int] | None = None
     buckets_new: int = 0
     # The model path only: chunks the model placed (or proposed a bucket for), proposals,
     # chunks that fell back to centroids (and why, and how many of them then found a bucket),
@@ -198,6 +201,7 @@ def run_cluster(ctx: StageContext) -> ClusterResult:
         assigned, waiting, stopped = assign_by_centroid(run, pending)
         result = ClusterResult(chunks=len(pending), assigned=assigned, waiting=waiting)
     result.buckets_new = len(run.created)
+    result.waiting_reasons = write_waiting_page(ctx) if not stopped else None
     result.stopped = stopped or None
     result.kept_apart, result.low_content = len(run.kept_apart) or None, run.low_content or None
     for name, value in ctx.stage_cost("cluster").items():

@@ -15,11 +15,12 @@ import numpy as np
 
 from memvault.failpoints import failpoint
 from memvault.logs import conv_label
-from memvault.noise import is_low_content
+from memvault.noise import discussion_words, is_low_content
+from memvault.scripts import mixed, script_of
 from memvault.phrase_similarity import Similarity, similarity_to, unit_mean
 from memvault.titles import topic_title
 from stores.meta import BucketsPage
-from tasks.cluster_projects import apart_matrix, other_project
+from tasks.cluster_projects import apart_matrix, other_project, script_apart
 from tasks.context import StageContext
 from tasks.text import keywords, surface_form
 
@@ -78,6 +79,9 @@ class ClusterPass:
         self.projects: dict[str, Counter[str]] = {n: Counter(d) for n, d in self.ledger.bucket_projects().items()}
         self._conversation_projects: dict[str, str | None] = {}
         self.kept_apart: set[str] = set()  # chunk ids (a chunk may be matched twice in one pass)
+        # One language per article: a bucket's script is its chunks' main script.
+        self.scripts: dict[str, str] = {n: script_of("\n".join(t)) for n, t in self.ledger.bucket_texts().items()}
+        self._chunk_scripts: dict[str, str] = {}
         self.low_content = 0
 
     def project(self, chunk_id: str) -> str | None:
@@ -87,6 +91,12 @@ class ClusterPass:
             conv = self.ledger.conversation(cid)
             self._conversation_projects[cid] = (conv.project or None) if conv else None
         return self._conversation_projects[cid]
+
+    def script(self, chunk_id: str) -> str:
+        """The main script of a chunk's text (memvault.scripts)."""
+        if chunk_id not in self._chunk_scripts:
+            self._chunk_scripts[chunk_id] = script_of(self.ledger.chunk(chunk_id).text)
+        return self._chunk_scripts[chunk_id]
 
     def committed(self) -> None:
         """A batch is in the ledger: write journaled Buckets.md additions, then the failpoint."""
@@ -98,6 +108,8 @@ class ClusterPass:
         """Assign a chunk to ``bucket`` and move the bucket's centroid towards it."""
         self.ledger.assign(chunk_id, bucket, score, self.ctx.run_id)
         self.count_project(chunk_id, bucket)
+        if self.scripts.get(bucket, "none") == "none":
+            self.scripts[bucket] = self.script(chunk_id)
         if bucket in self.centroids:
             self.centroids[bucket] = _unit(self.centroids[bucket] * self.sizes[bucket] + v)
         else:
@@ -127,7 +139,10 @@ class ClusterPass:
         """
         settings = self.ctx.settings.cluster
         project = self.project(chunk_id)
-        raw = {n: float(c @ v) for n, c in self.centroids.items()}
+        script = self.script(chunk_id)
+        # A bucket of another script is no candidate at all: its article is in another language.
+        raw = {n: float(c @ v) for n, c in self.centroids.items()
+               if not mixed([script, self.scripts.get(n, "none")])}
         scores = {n: s - (settings.project_margin if other_project(project, self.projects.get(n, ())) else 0.0)
                   for n, s in raw.items()}
         best = max(scores, key=lambda n: scores[n], default=None)
@@ -184,21 +199,27 @@ def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, st
     thin = [c for c in leftovers if is_low_content(infos_all[c[0]].text)]
     run.low_content += len(thin)
     founders = [c for c in leftovers if not is_low_content(infos_all[c[0]].text)]
-    if len(founders) < settings.min_support:  # (the thin ones already tried every bucket above)
+    if not founders:  # (the thin ones already tried every bucket above)
         return len(pending) - len(leftovers), len(leftovers), None
     leftovers = founders + thin  # founders first: group indices below refer to them
     vecs = np.stack([v for _, v in founders])
     infos = [infos_all[cid] for cid, _ in founders]
     texts = [c.text for c in infos]
     penalty = apart_matrix([run.project(cid) for cid, _ in founders]) * settings.project_margin
+    # Chunks in different scripts never group: no similarity clears a penalty of 10.
+    penalty = penalty + 10.0 * script_apart([run.script(cid) for cid, _ in founders])
     background = texts + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
     taken = {n.casefold() for n in run.centroids} | {n.casefold() for n in run.descriptions} | \
         {p.stem.replace("_", " ").casefold() for p in ctx.vault.list_articles()} | ledger.taken_bucket_names()
     grouped: set[int] = set()
     # New buckets, their members and the chunks that then fit them: one batch, one transaction.
     with ledger.transaction():
-        for group in agglomerate(vecs, settings.group_similarity, penalty):
-            if len(group) < settings.min_support:
+        groups = agglomerate(vecs, settings.group_similarity, penalty) if len(founders) > 1 else [[0]]
+        for group in groups:
+            # A chunk with no partner founds a topic alone when it says enough (#25 item 9).
+            alone = len(group) == 1 and settings.single_chunk_words > 0 and \
+                discussion_words(texts[group[0]]) >= settings.single_chunk_words
+            if len(group) < settings.min_support and not alone:
                 continue
             group_texts = [texts[i] for i in group]
             titles = [infos[i].conversation_title or "" for i in group]
@@ -209,6 +230,7 @@ def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, st
             terms = keywords(group_texts, background, n=5, titles=titles)
             desc = "Conversations about " + ", ".join(surface_form(t, group_texts) for t in terms) + "."
             centroid = run.create(name, desc, vecs[group])
+            run.scripts[name] = run.script(founders[group[0]][0])
             for i in group:
                 cid, v = leftovers[i]
                 ledger.assign(cid, name, float(v @ centroid), ctx.run_id)

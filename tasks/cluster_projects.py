@@ -10,6 +10,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from memvault.scripts import mixed
+
 
 def related(a: str, b: str) -> bool:
     """Same project: one folder, or one inside the other (a session started in a subfolder)."""
@@ -31,5 +33,16 @@ def apart_matrix(projects: list[str | None]) -> np.ndarray:
         for j in range(i + 1, n):
             other = projects[j]
             if other is not None and other_project(projects[i], [other]):
+                out[i, j] = out[j, i] = 1.0
+    return out
+
+
+def script_apart(scripts: list[str]) -> np.ndarray:
+    """1 where two chunks are written in different scripts (memvault.scripts), else 0."""
+    n = len(scripts)
+    out = np.zeros((n, n), dtype=np.float32)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if mixed([scripts[i], scripts[j]]):
                 out[i, j] = out[j, i] = 1.0
     return out

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from memvault.ids import conv_ref
+from memvault.noise import strip_noise
 from memvault.markdown.tree import TreeNode, conversation_nodes, truncate
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex, now_utc
@@ -155,7 +156,7 @@ def conversation_rows(ledger: Ledger, cid: str, short: str, context_turns: int) 
     if conv is None:
         raise KeyError(f"no conversation {cid} in the ledger")
     msgs: list[tuple[str, str, str, datetime | str | None]] = [
-        (m.native_id, m.role, m.text, m.timestamp) for m in ledger.active_thread(cid) if not m.low_value]
+        (m.native_id, m.role, strip_noise(m.text), m.timestamp) for m in ledger.active_thread(cid) if not m.low_value]
     date = conv.started_at.strftime("%Y-%m-%d") if conv.started_at else None
     tree = conversation_nodes(cid, short, conv.title or "", date, conv.source, msgs)
     scope = {"project": conv.project, "source": conv.source, "doc_date": conv.started_at}

@@ -87,7 +87,7 @@ class _FileRun:
 
     def prepare(self, conversations: list[Conversation]) -> list[Conversation]:
         """Drop memvault's own conversations; strip injected blocks, mark noise, redact."""
-        from memvault.noise import is_own_conversation, mark_low_value, strip_memory_blocks
+        from memvault.noise import conversation_title, is_own_conversation, mark_low_value, mark_noise, strip_memory_blocks
         from memvault.redact import redact_conversation
 
         ingest = self.settings.ingest
@@ -108,6 +108,8 @@ class _FileRun:
                 if text is not m.text:  # assigning to a pydantic model is not free
                     m.text = text
             mark_low_value(conv.messages, ingest.low_value_patterns or None)
+            mark_noise(conv)
+            conv.title = conversation_title(conv)
             conv, counts = redact_conversation(conv, ingest.redact_patterns or None)
             for name, n in counts.items():
                 self.result.redactions[name] = self.result.redactions.get(name, 0) + n

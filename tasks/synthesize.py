@@ -42,6 +42,7 @@ from memvault.prompts import Prompt, load_prompt
 from memvault.markdown.gate import gate
 from tasks.context import ModelStageResult, StageContext
 from tasks.synthesize_model import SynthesisReply, apply_reply, article_view, material, talk_entry
+from tasks.synthesize_pages import write_conversation_pages
 from tasks.synthesize_extractive import citation, compose_article, date_of, extractive_input, no_model_reasons
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,9 @@ def synthesize_bucket(ctx: StageContext, bucket: str, chunk_ids: list[str], shor
     previous = vault.read(path)
     chunks = [ledger.chunk(c) for c in chunk_ids]
     background = [c.text for c in chunks] + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
+    anchors = write_conversation_pages(ctx, chunks, shorts)
     new = compose_article(previous, bucket, chunks, background, shorts, ctx.settings.synthesize.sentences_per_chunk,
-                          ctx.embedder)
+                          ctx.embedder, anchors)
     return str(path), previous, new
 
 
@@ -199,7 +201,10 @@ def synthesize_with_model(ctx: StageContext, bucket: str, chunk_ids: list[str], 
         batch = chunk_ids[start:start + step]
         chunks = [ledger.chunk(c) for c in batch]
         previous = vault.read(path)
-        definitions = {shorts[c.conversation_id]: citation(c, shorts[c.conversation_id]) for c in chunks}
+        anchors = write_conversation_pages(ctx, chunks, shorts)
+        definitions: dict[str, str] = {}
+        for row in chunks:
+            definitions.setdefault(shorts[row.conversation_id], citation(row, shorts[row.conversation_id], anchors.get(row.id)))
         shown = material(chunks, shorts, settings.chunk_prompt_chars, {c.id: date_of(c.date) for c in chunks})
         view, state = article_view(previous, shown, settings.section_edit_words)
         lead_rule = ("- This is a new article: also write \"lead\", one or two paragraphs saying what the topic "

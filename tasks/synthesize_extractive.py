@@ -13,7 +13,9 @@ from typing import Any
 
 from memvault.ids import conv_ref
 from memvault.markdown.artefacts import is_chatter
+from memvault.markdown.conversation_page import citation_link
 from memvault.markdown.footnotes import renumber
+from memvault.markdown.leads import lead_sentence, refresh_lead
 from memvault.markdown.verbatim import escape
 from memvault.headings import section_heading
 from memvault.phrase_similarity import PhraseEmbedder, similarity_to, unit_mean
@@ -30,10 +32,13 @@ def date_of(value: Any) -> str:
     return value.strftime("%Y-%m-%d") if isinstance(value, datetime) else "undated"
 
 
-def citation(chunk: ChunkRow, short: str) -> str:
-    """A footnote definition's text for ``chunk``: its conversation's id, date, source and title."""
+def citation(chunk: ChunkRow, short: str, seq: int | None = None) -> str:
+    """A footnote definition's text for ``chunk``: a link to its passage on the conversation's
+    page (memvault.markdown.conversation_page) when ``seq`` (its first message) is known, else
+    its conversation's id; then date, source and title, escaped as text (#26 §5)."""
     title = " ".join((chunk.conversation_title or chunk.label or "untitled").split())
-    return f"`{conv_ref(short)}` ({date_of(chunk.date)}, {chunk.source}) — {title}"
+    ref = citation_link(short, seq) if seq is not None else f"`{conv_ref(short)}`"
+    return f"{ref} ({date_of(chunk.date)}, {escape(chunk.source)}) — {escape(title)}"
 
 
 def extract(chunk_text: str, terms: set[str], n: int) -> list[str]:
@@ -72,8 +77,9 @@ def quote(picked: list[str]) -> str:
 def new_article(title: str, lead_terms: list[str], chunks: list[ChunkRow]) -> str:
     dates = sorted(date_of(c.date) for c in chunks)
     about = ", ".join(lead_terms[:-1]) + (" and " if len(lead_terms) > 1 else "") + lead_terms[-1] if lead_terms else title
-    lead = (f"**{escape(title)}** is a topic that came up in {len({c.conversation_id for c in chunks})} "
-            f"conversation(s) between {dates[0]} and {dates[-1]}, about {escape(about)}.")
+    # The count and dates are rewritten from the citations once the sections are in (refresh_lead).
+    lead = lead_sentence(f"**{escape(title)}**", len({c.conversation_id for c in chunks}), dates,
+                         f", about {escape(about)}.")
     return f"# {title}\n\n{lead}\n\n## References\n"
 
 
@@ -98,14 +104,17 @@ def chunk_terms(chunks: list[ChunkRow], background: list[str]) -> set[str]:
 
 
 def compose_article(previous: str | None, title: str, chunks: list[ChunkRow], background: list[str],
-                    shorts: dict[str, str], sentences_per_chunk: int, embedder: PhraseEmbedder | None = None) -> str:
+                    shorts: dict[str, str], sentences_per_chunk: int, embedder: PhraseEmbedder | None = None,
+                    anchors: dict[str, int] | None = None) -> str:
     """The extractive article: ``previous`` (or a new one) with a section per chunk that has
     something to quote; ``previous`` itself (or "") when none has.
 
     Each section is headed by what its chunk is about, dated, and quotes the chunk's most
     informative sentences verbatim (escaped so they render back unchanged), citing its
     conversation. With an ``embedder``, key phrases are weighed by how close they are to the
-    chunks (the lead) or to the section's own chunk (its heading). Pure: tests call it directly.
+    chunks (the lead) or to the section's own chunk (its heading). ``anchors`` (chunk id →
+    sequence number of its first message) make citations links to the conversation pages.
+    Pure: tests call it directly.
     """
     texts = [c.text for c in chunks]
     titles = [c.conversation_title or "" for c in chunks]
@@ -128,11 +137,11 @@ def compose_article(previous: str | None, title: str, chunks: list[ChunkRow], ba
         heading = section_heading(c.label, c.text, background, title, date_of(c.date), c.conversation_title, taken, own)
         taken.add(re.sub(r"\s*\([^()]*\)$", "", heading).casefold())
         sections.append((escape(heading), quote(picked) + f"[^{label}]",
-                         f"[^{label}]: {citation(c, shorts[c.conversation_id])}"))
+                         f"[^{label}]: {citation(c, shorts[c.conversation_id], (anchors or {}).get(c.id))}"))
     if not sections:
         return previous or ""
     new, _ = renumber(add_sections(text, sections))
-    return new
+    return refresh_lead(new)
 
 
 # Part of every no-model input hash: a newer extractive synthesis may succeed where this one

@@ -7,7 +7,7 @@ name again.
 
 Forgetting a conversation deletes it and everything derived from it from the ledger (a
 tombstone keeps a later ingest from storing it again), deletes its nodes from the index, and
-removes its words and citations from every article: the sentences, list items and sections
+removes its words and citations from every article (and its pages in `Conversations/`): the sentences, list items and sections
 whose only support was that conversation go (`memvault.markdown.prune`; text also citing
 another conversation, and text with no citation, stays), footnote definitions citing it go,
 their markers go, footnotes are renumbered, and each article is re-gated (the removed
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memvault.ids import MIN_PREFIX, conv_ref, short_ids
+from memvault.markdown.conversation_page import FOLDER
 from memvault.markdown.gate import new_problems
 from memvault.markdown.names import article_title
 from memvault.markdown.talk import talk_note
@@ -280,6 +281,11 @@ def _forget_conversation(session: Session, ref: str) -> ConversationForgotten:
                         + " whose only support was that conversation (not quoted here; the previous text is in git "
                           "history)" + ("; no prose was left, so the article was removed" if stem in emptied else ""))
         vault.write(talk, talk_note(vault.read(talk), article_title(stem, text), run_id, note, what="forget"))
+    # Its conversation pages (one per short id it was cited under) hold its words: they go too.
+    for page in sorted((vault.home / FOLDER).glob("conv-*.md")):
+        prefix = page.stem[len("conv-"):]
+        if len(prefix) >= MIN_PREFIX and cid.startswith(prefix):
+            vault.remove(page)
     total = sum(r[5] for r in rewrites.values())
     commit = vault.commit(f"memvault forget conv:{cid[:12]}: citations removed from {len(rewrites)} article(s), "
                           f"{total} sentence(s) it alone supported removed"

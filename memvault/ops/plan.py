@@ -25,10 +25,16 @@ def backlog(ledger: Ledger, since: datetime | None, units_done: dict[str, int],
             results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """What is left after this run, the rate this run achieved, and the runs still needed."""
     todo, unassigned, pending = _scoped(ledger, since)
-    left = {"chunk": len(todo), "cluster": len(unassigned), "synthesize": sum(len(v) for v in pending.values())}
+    # Chunks a finished cluster pass left in no topic wait for new material, not for another
+    # run (Meta/Waiting.md): counting them would promise runs that place nothing.
+    cluster = results.get("cluster", {})
+    settled = bool(cluster) and not cluster.get("stopped") and cluster.get("waiting_reasons") is not None
+    left = {"chunk": len(todo), "cluster": 0 if settled else len(unassigned),
+            "synthesize": sum(len(v) for v in pending.values())}
     seconds = {k: float(results.get(k, {}).get("seconds", 0.0)) for k in left}
     out = progress(left, {k: units_done.get(k, 0) for k in left}, seconds)
     out.update(conversations_left=len(todo), chunks_unassigned=len(unassigned),
+               chunks_waiting_for_material=len(unassigned) if settled else 0,
                buckets_pending=len(pending), chunks_pending=left["synthesize"])
     return out
 

@@ -90,7 +90,7 @@ class ClaudeCodeHandler:
             msg_id = native if new_index == 0 else f"{native}#{new_index}"
             new_index += 1
             msg = Message(native_id=msg_id, parent_native_id=cursor, role=seg.role, kind=seg.kind,
-                          text=seg.text, timestamp=when)
+                          text=seg.text, timestamp=when, low_value=obj.get("isApiErrorMessage") is True)
             self._emit(key, msg)
             if kind == "assistant" and seg.kind == "text" and isinstance(message.get("id"), str):
                 # The Message itself until finish() turns it into JSON: most are never merged.

@@ -1,6 +1,8 @@
-"""Extractive synthesis quotes transcripts verbatim: every sentence it picks appears in the
-article's rendered text exactly as in the transcript, whatever brackets, markup, ids or logs it
-holds, after wikify and normalize too — never turned into a footnote, a link or emphasis."""
+"""Extractive synthesis quotes transcripts as written: every sentence it picks renders in the
+article as it renders in the transcript (an assistant's `**bold**` stays bold, `[docs](https://…)`
+a link), after wikify and normalize too — while what would break the article or the vault
+(footnote references, wikilinks, HTML, embeds, non-http links, block markers, emphasis left
+open) is shown as the characters it is, never turned into a footnote, a link or a tag."""
 
 import html
 import re
@@ -12,6 +14,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.footnote import footnote_plugin
 
 from memvault.markdown.footnotes import check_bijection
+from memvault.markdown.verbatim import escape, needless_escapes
 from memvault.markdown.wikilinks import build_known, find_links
 from stores.rows import ChunkRow
 from tasks.normalize import normalize_text
@@ -60,6 +63,20 @@ def rendered_text(markdown: str) -> str:
     return html.unescape(_TAG.sub("", RENDER.render(markdown)))
 
 
+# What `escape` may change: constructs that break the article or the vault, and emphasis
+# left open (it would pair with the next sentence). A sentence with none renders unchanged.
+_UNSAFE = re.compile(r"<[A-Za-z/!?]|\[\^|\[\[|!\[|%%|\$[^\s\d]|&#?\w+;|\\|`|\]$|\]\]|~~|==|\]\(")
+_LEADING_MARK = re.compile(r"^(?:#|>|[-+*=|]|\d+[.)]|~~~|<)")
+
+
+def unchanged_when_safe(s: str) -> None:
+    """The round trip: a quote without unsafe constructs renders exactly as its transcript."""
+    if _UNSAFE.search(s) or _LEADING_MARK.match(s) or re.search(r"[*_]", s):
+        return
+    assert escape(s) == s
+    assert rendered_text(escape(s)) == rendered_text(s)
+
+
 def pipeline(chunk_rows: list[ChunkRow]) -> str:
     """The article as synthesize writes it, then as wikify and normalize leave it."""
     shorts = {c.conversation_id: f"{i:08x}" for i, c in enumerate(chunk_rows, start=10)}
@@ -77,9 +94,16 @@ def check_verbatim(chunk_rows: list[ChunkRow]) -> None:
     for c in chunk_rows:
         for s in extract(c.text, terms, SENTENCES_PER_CHUNK):
             assert s in c.text  # a sentence of the transcript itself
-            assert s in text, f"{s!r} is not in the rendered article:\n{final}"
-    # Quoted text never becomes a wikilink or a footnote: the only footnotes are the citations.
+            shown = rendered_text(escape(s)).strip()
+            assert shown in text, f"{s!r} does not render in the article as alone:\n{final}"
+            unchanged_when_safe(s)
+            assert needless_escapes(escape(s)) == 0
+    # Quoted text never becomes a wikilink, a footnote, HTML or an embed: the only footnotes
+    # are the citations, the only links http(s) ones.
     assert find_links(final) == []
+    page = RENDER.render(final)
+    assert "<img" not in page and "<iframe" not in page and "<b>" not in page
+    assert all(h.startswith(("http://", "https://", "file:", "#fn")) for h in re.findall(r'href="([^"]*)"', page))
     # One citation per chunk that had a sentence to quote (a chunk with none adds no section).
     quoting = sum(bool(extract(c.text, terms, SENTENCES_PER_CHUNK)) for c in chunk_rows)
     assert RENDER.render(final).count('class="footnote-ref"') == quoting
@@ -92,7 +116,32 @@ def test_log_lines_and_brackets_survive() -> None:
                         "assistant: Your notes say [^1] and [[Home Lab]] but the *real* cause is <missing> & old.",
                    message_ids=("m1",), source="pi", conversation_title="Backups", date=datetime(2026, 9, 8))
     check_verbatim([row])
-    assert "pgbackrest[48211]: ERROR: [041]" in rendered_text(pipeline([row]))
+    final = pipeline([row])
+    assert "pgbackrest[48211]: ERROR: [041]" in rendered_text(final)
+    # What breaks structure is shown as written; the assistant's emphasis stays emphasis.
+    assert "Your notes say [^1] and [[Home Lab]] but the real cause is <missing> & old." in rendered_text(final)
+    assert "*real*" in final and "\\*real" not in final
+
+
+def test_markdown_the_transcript_wrote_stays_markdown() -> None:
+    """#25: `**August 26**` and `[Glean Follow-up…](https://…)` were shown as literal markup."""
+    assert escape("The launch moved to **August 26** after the review.") == \
+        "The launch moved to **August 26** after the review."
+    link = "See [Glean Follow-up notes](https://example.org/glean) for the summary."
+    assert escape(link) == link
+    assert escape("Use `repo1-retention-full=14` and keep max_attempts at 3.") == \
+        "Use `repo1-retention-full=14` and keep max_attempts at 3."
+
+
+def test_vault_safety_of_quoted_text() -> None:
+    """#26 §5: no HTML, no remote embeds, no javascript: or other non-http links from a transcript."""
+    hostile = ('Look <iframe src="https://evil.example/x"></iframe> and ![](https://evil.example/beacon.png) '
+               'then [click](javascript:alert(1)) or [data](data:text/html,hi) or ![[Secret]] <!-- c --> &copy;')
+    page = RENDER.render(escape(hostile))
+    assert "<iframe" not in page and "<img" not in page and "<!--" not in page
+    assert re.findall(r'href="([^"]*)"', page) == []
+    assert "©" not in rendered_text(escape(hostile))
+    assert rendered_text(escape(hostile)).strip() == hostile
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,60 @@
+"""cluster: nothing dropped silently — the chunks in no topic, each with its reason, on
+`Meta/Waiting.md`, and counted in the run report (#25 item 9).
+
+A chunk stays out of every article for one of these reasons:
+
+* "too short": fewer than `LOW_CONTENT_WORDS` words of discussion (a greeting, a bare
+  command, tool output) — it founds no topic and joins none it is not close to;
+* "waiting for more": it says something, but no other chunk is like it yet and it is under
+  `cluster.single_chunk_words` words on its own: a later conversation on the same topic
+  places it. Another run without new material does not, so these chunks are not counted as
+  backlog in `estimated_runs_to_finish` (memvault.ops.plan).
+
+The page is derived: rewritten whole at the end of every cluster pass.
+"""
+
+from collections import Counter
+
+from memvault.ids import short_ids
+from memvault.noise import LOW_CONTENT_WORDS, discussion_words
+from memvault.markdown.verbatim import escape
+from tasks.context import StageContext
+
+PAGE = "Waiting.md"
+TOO_SHORT = "too short"
+WAITING = "waiting for more"
+
+
+def waiting_reason(text: str) -> str:
+    """Why a chunk in no topic is there (see the module docstring)."""
+    return TOO_SHORT if discussion_words(text) < LOW_CONTENT_WORDS else WAITING
+
+
+def write_waiting_page(ctx: StageContext) -> dict[str, int]:
+    """Rewrite Meta/Waiting.md from the ledger's unassigned chunks; returns counts per reason."""
+    ledger = ctx.ledger
+    ids = [cid for cid, _ in ledger.unassigned_chunks()]
+    shorts = short_ids(ledger.conversation_ids()) if ids else {}
+    rows: dict[str, list[str]] = {TOO_SHORT: [], WAITING: []}
+    for chunk_id in ids:
+        chunk = ledger.chunk(chunk_id)
+        reason = waiting_reason(chunk.text)
+        label = " ".join((chunk.label or chunk.conversation_title or "untitled").split())[:80]
+        when = chunk.date.strftime("%Y-%m-%d") if chunk.date else "undated"
+        rows[reason].append(f"- `conv:{shorts.get(chunk.conversation_id, chunk.conversation_id[:8])}` "
+                            f"({when}, {escape(chunk.source)}) — {escape(label)} "
+                            f"({discussion_words(chunk.text)} words)")
+    counts = Counter({reason: len(lines) for reason, lines in rows.items() if lines})
+    words = ctx.settings.cluster.single_chunk_words
+    text = ("# Waiting\n\nChunks of conversations that are in no article yet, and why. Written by memvault "
+            "at every run: edits are overwritten.\n")
+    explain = {TOO_SHORT: f"Fewer than {LOW_CONTENT_WORDS} words of discussion: nothing to found a topic on.",
+               WAITING: f"No other chunk is like it yet, and under {words} words alone: a later conversation "
+                        "on the same topic places it (another run without new material does not)."}
+    for reason, lines in rows.items():
+        if lines:
+            text += f"\n## {reason[:1].upper() + reason[1:]} ({len(lines)})\n\n{explain[reason]}\n\n" + "\n".join(lines) + "\n"
+    if not ids:
+        text += "\nNone: every chunk is in an article.\n"
+    ctx.vault.write(ctx.vault.meta_dir / PAGE, text)
+    return dict(counts)
