@@ -84,7 +84,9 @@ def build_corpus(where: Path, ids: list[str]) -> dict[str, int]:
 
 
 def cli(python: str, home: Path, *args: str) -> tuple[dict[str, Any], float]:
-    env = {**os.environ, "MEMVAULT_HOME": str(home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    # A loaded machine can take more than Prefect's default 20 s to start its ephemeral server.
+    env = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "600", **os.environ, "MEMVAULT_HOME": str(home),
+           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     t0 = time.perf_counter()
     # cwd: the home, so `-m` imports the memvault installed in that venv, not this checkout's.
     done = subprocess.run([python, "-m", "memvault.cli", "--home", str(home), *args], env=env, cwd=home.parent,
@@ -117,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                                "embedding_cache_hits": report.get("embedding_cache_hits"),
                                "run_nodes_per_s": round(status["nodes"] / wall, 1),
                                "index_stage_s": (report.get("stages", {}).get("index") or {}).get("seconds")}
+        print(json.dumps(row), file=sys.stderr, flush=True)  # the run's figures, before the reindex passes
         for n in range(args.reindex):
             again, wall = cli(args.python, home, "reindex", "--json")
             row[f"reindex{n + 1}_wall_s"] = round(wall, 1)

@@ -118,3 +118,26 @@ def test_a_server_that_changes_dimension_mid_rebuild_stops_it(ingested: Path) ->
             with pytest.raises(EmbeddingServerError, match="20-dimension vectors, not the 16"):
                 rebuild_index(new, e)
         assert index_uri(old) == live and _lance_dirs(old) == dirs
+
+
+def test_a_run_leaves_an_index_of_another_embedder_as_it_is(ingested: Path) -> None:
+    from memvault.embeddings.select import embedder_for
+    from stores.vault import Vault
+    from tasks.context import StageContext
+    from tasks.index import run_index
+
+    with fake_embeddings_server(FakeServer(dim=24)) as a, fake_embeddings_server(FakeServer(dim=40)) as b:
+        rebuild_index(_settings(ingested, a.url, "model-a"))
+        before = NodeIndex.open_stored(load_settings(ingested)).count()
+        new = _settings(ingested, b.url, "model-b")
+        ledger = Ledger(new.ledger_path)
+        try:
+            ctx = StageContext(settings=new, ledger=ledger, vault=Vault(ingested), embedder=embedder_for(new),
+                               run_id="run-test-migration")
+            result = run_index(ctx)
+        finally:
+            ledger.close()
+        assert result.skipped and "memvault reindex" in result.skipped and result.nodes_written == 0
+        assert b.requests == 0, "nothing was embedded for an index that cannot take it"
+        stored = NodeIndex.open_stored(new)
+        assert stored.count() == before and stored.stored_model() == f"model-a@{a.url}"
