@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, field_validator
 from memvault.budget import Budget
 from memvault.ops.plan import backlog, dry_run_plan
 from memvault.embeddings.select import embedder_for
+from stores.vector_cache import cached
 from memvault.engines.base import Engine
 from memvault.engines.settings import EngineName
 from memvault.ops.home import require_home
@@ -126,7 +127,7 @@ def execute(options: RunOptions, progress: Progress | None = None, engine: Engin
         ledger = session.ledger
         budget = Budget(settings.budget.max_tokens, settings.budget.max_seconds)
         ctx = StageContext(settings=settings, ledger=ledger, vault=session.vault,
-                           embedder=embedder_for(settings), run_id=run_id, engine=engine,
+                           embedder=cached(embedder_for(settings), settings.state_dir), run_id=run_id, engine=engine,
                            extra_paths=[Path(p).expanduser().resolve() for p in options.paths],
                            since=since, budget=budget)
         ledger.start_run(run_id, engine.name)
@@ -161,7 +162,8 @@ def execute(options: RunOptions, progress: Progress | None = None, engine: Engin
             finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
             report = build_report(run_id, engine.name, reason, results, ctx.touched_articles, ctx.rejected,
                                   started, finished)
-            report["embedded_texts"] = ctx.embedder.texts
+            report["embedded_texts"] = ctx.embedder.texts  # what reached the model; the cache answered the rest
+            report["embedding_cache_hits"] = getattr(ctx.embedder, "hits", 0)
             report["budget"] = budget.summary()
             report["backlog"] = backlog(ledger, since, ctx.units_done, results)
             ledger.finish_run(run_id, report["status"], report)

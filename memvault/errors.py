@@ -50,6 +50,21 @@ class IndexMismatchError(MemvaultError):
     """The node index was built with another embedding model."""
 
 
+class EmbedderMismatchError(IndexMismatchError):
+    """The live index holds vectors of ``stored``, the settings name ``configured``: readers
+    may still use it through full text (or the stored embedder, when it is a bundled one)."""
+
+    def __init__(self, message: str, stored: str | None, configured: str) -> None:
+        super().__init__(message)
+        self.stored, self.configured = stored, configured
+
+
+class EmbeddingServerError(MemvaultError):
+    """The configured embeddings server (``embeddings.url``) failed: down, refusing, or
+    answering something that is not the vectors asked for. Never swallowed as a pending
+    batch: a rebuild stops with nothing half-written, a run stops its index stage."""
+
+
 class VaultStateError(MemvaultError):
     """The vault's git repository is not in a state memvault may commit to (wrong branch,
     detached HEAD, a merge or rebase in progress, a stale index lock)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Progress(Protocol):
@@ -50,6 +50,18 @@ def watching(sink: Progress | None) -> Iterator[None]:
         _SINK.reset(token)
 
 
+def _rate_column() -> Any:
+    """Units per second, as rich measures it (for counts; bytes have TransferSpeedColumn)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            return Text("" if not task.speed else f"{task.speed:,.0f}/s")
+
+    return Rate()
+
+
 class RichProgress:
     """A rich progress bar on stderr: units done of the total (bytes when ``as_bytes``), and the label."""
 
@@ -59,7 +71,7 @@ class RichProgress:
         from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
                                    TimeRemainingColumn, TransferSpeedColumn)
 
-        counts = [DownloadColumn(), TransferSpeedColumn()] if as_bytes else [MofNCompleteColumn()]
+        counts = [DownloadColumn(), TransferSpeedColumn()] if as_bytes else [MofNCompleteColumn(), _rate_column()]
         self._progress = Progress(
             TextColumn(f"[bold]{title}[/bold]"), BarColumn(), *counts, TextColumn("{task.fields[label]}"),
             TimeRemainingColumn(), console=Console(stderr=True), transient=transient, disable=disable,

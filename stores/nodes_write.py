@@ -32,6 +32,26 @@ def _optimize(table: Table, older_than: timedelta, **kwargs: Any) -> None:
 # The ANN index is trained again once the table holds this many times the rows it was trained on.
 ANN_REGROW = 4
 
+# Full-text tokenizer: ICU word boundaries segment Chinese and Japanese (the default `simple`
+# tokenizer keeps a run of CJK characters as one token, so no phrase within it matches),
+# with lower-casing, ASCII folding (café = cafe; Cyrillic keeps its letters) and English
+# stemming as before. Recorded in the meta table under FTS_KEY; an index built with another
+# (older homes: `simple`) has its full-text indexes rebuilt in place by the next write's
+# `ensure_indexes` — no vector is touched.
+FTS_TOKENIZER = "icu"
+FTS_KEY = "fts_tokenizer"
+# The English stop words, given explicitly: with the ICU tokenizer LanceDB 0.40's built-in
+# list also drops single digits ("May 7" would lose its 7), which the `simple` tokenizer
+# kept. These are the words the built-in pipeline drops, found by probing it (a row per
+# word, then a query per word), so English full text ranks as before.
+FTS_STOP_WORDS = (
+    "a about after again against all am an and are as at be been being below between both but by can did do doing "
+    "down each few for from further had has have having he her here him how i if in into is it just me more most my "
+    "myself no not now of off on or other our out over own same she should so some such than that the their then "
+    "there these they this through to too under until up was we what when where which while who whom will with you "
+    "yourself"
+).split()
+
 
 def arrow_rows(rows: list[dict[str, Any]], schema: pa.Schema, dim: int) -> pa.Table:
     """``rows`` as an Arrow table of ``schema``; the vectors (lists or numpy rows, None for a
@@ -149,7 +169,7 @@ class NodeWrites:
         """
         have = {tuple(i.columns): i for i in self.nodes.list_indices()}
         done = []
-        if ("text",) not in have or ("fts_text",) not in have:
+        if ("text",) not in have or ("fts_text",) not in have or self.fts_tokenizer() != FTS_TOKENIZER:
             self.ensure_fts()
             done.append("fts")
         for column in ("id", "parent"):  # id lookups and merge-insert; children of a hit
@@ -202,7 +222,19 @@ class NodeWrites:
     def ensure_fts(self) -> None:
         """(Re)build the full-text indexes over ``text`` and ``fts_text``; rows added later are still searched."""
         for column in ("text", "fts_text"):
-            self.nodes.create_index(column, config=FTS(with_position=False), replace=True)
+            self.nodes.create_index(column, config=FTS(with_position=False, base_tokenizer=FTS_TOKENIZER,
+                                                      custom_stop_words=FTS_STOP_WORDS), replace=True)
+        (self.meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
+         .execute([{"key": FTS_KEY, "value": FTS_TOKENIZER}]))
+
+    def fts_tokenizer(self) -> str | None:
+        """The tokenizer the full-text indexes were built with (None: before it was recorded)."""
+        found = self.meta.search().where(f"key = '{FTS_KEY}'").limit(1).to_list()
+        return str(found[0]["value"]) if found else None
+
+    def fts_current(self) -> bool:
+        """Whether the full-text indexes are built with today's tokenizer (see FTS_TOKENIZER)."""
+        return self.fts_tokenizer() == FTS_TOKENIZER
 
     def purge_old_versions(self) -> None:
         """Drop every older version's files, so deleted text no longer sits on disk.

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from memvault.budget import Budget
 from memvault.embeddings import Embedder
 from memvault.engines.base import Completion, Engine
+from memvault.errors import EmbedderMismatchError
 from memvault.engines.none import NoneEngine
 from memvault.settings import Settings
 from stores.ledger import Ledger
@@ -89,10 +90,18 @@ class StageContext:
             return {"calls": 0, "tokens": 0, "model_seconds": 0.0}
         return self.budget.stage_counts(stage)
 
+    def nodes_for_deletes(self) -> NodeIndex:
+        """The live index for writes that touch no vector (deleting nodes): also one that
+        another embedder built and that waits for `memvault reindex`."""
+        try:
+            return self.nodes
+        except EmbedderMismatchError:
+            return NodeIndex.open_stored(self.settings)
+
     @property
     def nodes(self) -> NodeIndex:
         if self._nodes is None:
-            self._nodes = NodeIndex.open_or_create(self.settings)
+            self._nodes = NodeIndex.open_or_create(self.settings, embedder=self.embedder)
         return self._nodes
 
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from prefect import task
 from prefect.cache_policies import NONE
 
+from memvault.errors import EmbedderMismatchError
 from memvault.failpoints import failpoint
 from memvault.ids import conv_ref, short_ids
 from memvault.markdown.tree import article_nodes
@@ -51,6 +52,7 @@ class IndexResult(StageResult):
     accesses_folded: int = 0
     index_rebuilt: str | None = None  # why the index was created anew (a killed first creation), if it was
     omit_when_none: ClassVar[frozenset[str]] = frozenset({"index_rebuilt"})
+    skipped: str | None = None  # why the index was left as it is (built by another embedder)
 
 
 def run_index(ctx: StageContext) -> IndexResult:
@@ -62,7 +64,14 @@ def run_index(ctx: StageContext) -> IndexResult:
     failpoint `index:1` fires after it is written, before the ledger is marked.
     Long because it is one sequence over the two kinds of document, then one write.
     """
-    nodes, ledger, settings = ctx.nodes, ctx.ledger, ctx.settings.index
+    try:
+        nodes = ctx.nodes
+    except EmbedderMismatchError as exc:
+        # Never mix vectors: the old index keeps serving recall as it is; the conversations
+        # stay unmarked, so `memvault reindex` (or the run after it) indexes them.
+        log.warning("index left as it is: %s", exc)
+        return IndexResult(skipped=str(exc))
+    ledger, settings = ctx.ledger, ctx.settings.index
     writes: list[dict[str, Any]] = []
     deletes: list[str] = []
     docs_seen = 0

@@ -231,7 +231,9 @@ def write_index(nodes: NodeIndex, embedder: Any, writes: list[dict[str, Any]], d
         edges = similar_edges(nodes, writes, settings.similar_threshold, settings.max_similar,
                               settings.recent_candidates, settings.fts_candidates, settings.ann_nprobes)
         nodes.upsert([{**r, "similar": edges.get(r["id"], [])} for r in writes])
-    if writes or deletes:
+    # An index whose full text was built with an older tokenizer is re-tokenized on the next
+    # run even when nothing changed (no vector is touched).
+    if writes or deletes or (not nodes.fts_current() and nodes.count()):
         built = nodes.ensure_indexes(settings.ann_threshold)
         if built:
             log.info("search indexes built or refreshed: %s", ", ".join(built))

@@ -19,10 +19,11 @@ __all__ = ["SUFFIXES", "IngestResult", "apply_topics", "configured_roots", "disc
 
 def drop_ignored_from_index(ctx: StageContext, cids: list[str]) -> int:
     """Remove the index nodes of conversations that just became ignored (so recall skips them)."""
-    indexed = [c for c in cids if ctx.nodes.doc_hashes(conv_ref(c))]
-    ids = [i for c in indexed for i in ctx.nodes.doc_hashes(conv_ref(c))]
+    nodes = ctx.nodes_for_deletes()
+    indexed = [c for c in cids if nodes.doc_hashes(conv_ref(c))]
+    ids = [i for c in indexed for i in nodes.doc_hashes(conv_ref(c))]
     if ids:
-        ctx.nodes.delete(ids)
+        nodes.delete(ids)
     ctx.ledger.clear_indexed(indexed)
     return len(ids)
 

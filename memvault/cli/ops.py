@@ -189,18 +189,27 @@ def restore(
 
 
 @app.command(rich_help_panel=PANEL)
-def reindex(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+def reindex(ctx: typer.Context, background: Annotated[bool, typer.Option(
+        "--background", help="Start the rebuild detached and return at once (log: .memvault/reindex.log).")] = False,
+        as_json: JsonFlag = False) -> None:
     """Rebuild the node index from the ledger and the vault into a new directory, then swap.
 
-    Recall keeps using the old index until the new one is complete.
+    Recall keeps using the old index until the new one is complete; after changing the
+    embedder this is what re-embeds everything (texts embedded before come from the cache).
 
-    Example: memvault reindex
+    Example: memvault reindex --background
     """
-    from memvault.ops.reindex import rebuild_index
+    from memvault.ops.reindex import rebuild_index, spawn_reindex
     from memvault.progress import RichProgress
 
     with reporting(as_json):
         settings = home_settings(ctx)
+        if background:
+            started = spawn_reindex(settings)
+            render(as_json, started, lambda: console.print(
+                f"reindex started in the background (pid {started['pid']}); the old index serves until it is done "
+                f"— progress in {started['log']}", highlight=False))
+            return
         with RichProgress("embedding nodes", as_bytes=False, transient=True, disable=as_json) as bar:
             result = rebuild_index(settings, progress=bar)
         render(as_json, result, lambda: console.print(

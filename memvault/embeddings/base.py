@@ -26,9 +26,20 @@ class Embedder(Protocol):
     run reports what it embedded. ``batch_size`` is how many texts go to the model at once.
     """
 
-    batch_size: int
-    calls: int
-    texts: int
+    @property
+    def batch_size(self) -> int:
+        """Texts sent to the model at once."""
+        ...
+
+    @property
+    def calls(self) -> int:
+        """Calls of ``embed`` that reached the model."""
+        ...
+
+    @property
+    def texts(self) -> int:
+        """Texts the model embedded."""
+        ...
 
     @property
     def name(self) -> str:

@@ -4,6 +4,7 @@ vectors always come from one embedder."""
 from typing import Any
 
 from memvault.embeddings.base import STATIC_NAME, Embedder
+from memvault.embeddings.http import HttpEmbedder
 from memvault.embeddings.minilm import MiniLMEmbedder
 from memvault.embeddings.static import StaticEmbedder
 
@@ -13,6 +14,9 @@ QUERY_THREADS = 1
 def embedder_for(settings: Any, threads: int | None = None, keep_session: bool = True) -> Embedder:
     """The embedder ``settings.embeddings`` names, batched as it says. ``threads`` and
     ``keep_session`` tune the ONNX model's session (the static table has neither)."""
+    if settings.embeddings.url:
+        e = settings.embeddings
+        return HttpEmbedder(e.url, e.model, e.api_key_env, e.batch_size, e.timeout_s, e.retries)
     if settings.embeddings.model == STATIC_NAME:
         return StaticEmbedder(settings.embeddings.batch_size)
     return MiniLMEmbedder(settings.embeddings.batch_size, threads=threads, keep_session=keep_session)

@@ -25,6 +25,7 @@ from memvault.ops.capture_paths import refusal
 from memvault.settings import Settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
+from stores.vector_cache import cached
 from tasks.index_rows import conversation_rows, sync_doc, write_index
 from tasks.ingest_files import configured_roots, run_ingest
 
@@ -138,7 +139,7 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
     if embedder is None:
         from memvault.embeddings.select import embedder_for
 
-        embedder = embedder_for(settings)
+        embedder = cached(embedder_for(settings), settings.state_dir)
     timeout = settings.lock_timeout_s if lock_timeout_s is None else lock_timeout_s
     with writer_lock(state, "memvault drain", timeout):
         try:
@@ -154,7 +155,7 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
                         nodes.delete_docs([f"conv:{c}" for c in ingested.newly_ignored])
                         ledger.clear_indexed(ingested.newly_ignored)
                 result.notes = store_notes(ledger, notes)
-                nodes = NodeIndex.open_or_create(settings)
+                nodes = NodeIndex.open_or_create(settings, embedder=embedder)
                 result.conversations_indexed, result.nodes_written = index_conversations(ledger, nodes, embedder, settings)
             finally:
                 ledger.close()

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memvault.embeddings import Embedder
+from memvault.embeddings import MODEL_DIMS, Embedder
+from memvault.embeddings.base import say
 from memvault.embeddings.select import embedder_for
-from memvault.errors import NotFoundError, UsageError
+from memvault.errors import EmbedderMismatchError, NotFoundError, UsageError
 from memvault.markdown.tree import article_nodes
 from memvault.markdown.wikilinks import find_links, link_key
 from memvault.recall.access import ACCESS_LOG, append_access
@@ -63,14 +64,38 @@ class MemoryService:
         self.embedder = embedder or embedder_for(settings, threads=1)
         self.vault = Vault(settings.home)
         self._nodes: NodeIndex | None = None
+        self.vectors = True  # False: the index's embedder is not at hand, full-text recall only
+        self.notice: str | None = None  # why recall answers from an index of another embedder
 
     @property
     def nodes(self) -> "NodeIndex":
         if self._nodes is None:
             from stores.nodes import NodeIndex
 
-            self._nodes = NodeIndex.open_existing(self.settings)
+            try:
+                self._nodes = NodeIndex.open_existing(self.settings)
+            except EmbedderMismatchError as exc:
+                self._nodes = self._stored_index(exc)
         return self._nodes
+
+    def _stored_index(self, exc: EmbedderMismatchError) -> "NodeIndex":
+        """The live index built by another embedder than the configured one (waiting for
+        `memvault reindex`): queried with its own embedder when that one is bundled, else by
+        full text alone — never with vectors of another model. Says so once on stderr."""
+        from stores.nodes import NodeIndex
+
+        nodes = NodeIndex.open_stored(self.settings)
+        if nodes.model_name in MODEL_DIMS:
+            e = self.settings.embeddings.model_copy(update={"model": nodes.model_name, "url": None})
+            self.embedder = embedder_for(self.settings.model_copy(update={"embeddings": e}), threads=1)
+            how = f"with its own embedder `{nodes.model_name}`"
+        else:
+            self.vectors = False
+            how = "by full text only"
+        self.notice = (f"the node index was built by `{exc.stored}`, not the configured `{exc.configured}`; "
+                       f"recall answers from it {how} until `memvault reindex` finishes")
+        say(self.notice)
+        return nodes
 
     def prewarm(self) -> list[str]:
         """Load the node index's search indexes into memory (``NodeIndex.prewarm``) — for a
@@ -114,12 +139,13 @@ class MemoryService:
         # started: onnxruntime and LanceDB both release the GIL, so the two overlap on two
         # cores. A one-shot process's embedder (a CLI recall, a hook) lets its model go after
         # the query, so it embeds first: the index search then runs without the model's memory.
+        nodes = self.nodes  # opened first: an index of another embedder may switch the embedder
         embed = functools.cache(lambda: self.embedder.embed_one(query))
-        if not getattr(self.embedder, "keep_session", True):
+        if self.vectors and not getattr(self.embedder, "keep_session", True):
             embed()
-        vector_hits, fts_hits = self.nodes.recall_search(embed, query, k, nprobes=ix.ann_nprobes,
-                                                         refine_factor=ix.ann_refine_factor, where=where)
-        qv = embed()
+        vector_hits, fts_hits = nodes.recall_search(embed if self.vectors else None, query, k, nprobes=ix.ann_nprobes,
+                                                    refine_factor=ix.ann_refine_factor, where=where)
+        qv = embed() if self.vectors else None
         for rank, row in enumerate(vector_hits, start=1):
             rows[row["id"]] = row
             c = cands.setdefault(row["id"], _candidate(row, cwd))
@@ -128,7 +154,7 @@ class MemoryService:
             rows.setdefault(row["id"], row)
             c = cands.setdefault(row["id"], _candidate(row, cwd))
             c.lexical, c.fts_rank = float(row["_score"]), rank
-            if c.cos is None and c.vector is not None:
+            if c.cos is None and c.vector is not None and qv is not None:
                 c.cos = float(c.vector @ qv)
         if self.settings.recall.hop_k:
             self._second_hop(query, cands, rows, qv, where)

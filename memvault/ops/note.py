@@ -63,7 +63,7 @@ def add_note(settings: Settings, text: str, title: str | None = None, project: s
             ledger = Ledger(settings.ledger_path)
             try:
                 store_notes(ledger, [conv])
-                nodes = NodeIndex.open_or_create(settings)
+                nodes = NodeIndex.open_or_create(settings, embedder=embedder)
                 index_conversations(ledger, nodes, embedder, settings, [cid])
                 short = short_ids(ledger.conversation_ids())[cid]
             finally:

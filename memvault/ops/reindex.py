@@ -24,6 +24,7 @@ from memvault.settings import Settings
 from stores.ledger import Ledger
 from stores.location import index_uri, next_index_uri, remove_local_index, set_live_index
 from stores.nodes import NodeIndex
+from stores.vector_cache import cached
 from stores.vault import Vault
 from tasks.index_rows import conversation_rows, embed_rows, rows_for
 
@@ -43,10 +44,30 @@ def all_rows(ledger: Ledger, vault: Vault, context_turns: int) -> tuple[list[dic
     return rows, cids
 
 
+REINDEX_LOG = "reindex.log"
+
+
+def spawn_reindex(settings: Settings) -> dict[str, Any]:
+    """Start `memvault reindex` detached (its own session, no terminal), logging to
+    ``.memvault/reindex.log``; returns its pid and the log. Recall keeps using the old index
+    meanwhile; the swap happens when the new one is complete, and a killed rebuild leaves
+    the old one live."""
+    import subprocess
+    import sys
+
+    log_path = settings.state_dir / REINDEX_LOG
+    with open(log_path, "a", encoding="utf-8") as log:  # the child inherits it
+        proc = subprocess.Popen([sys.executable, "-m", "memvault.cli", "--home", str(settings.home), "reindex"],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
+    return {"pid": proc.pid, "log": str(log_path)}
+
+
 def rebuild_index(settings: Settings, embedder: Embedder | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """Under the writer lock, build a complete new index, then make it the live one; returns
     counts and both locations."""
-    embedder = embedder or embedder_for(settings)
+    # Behind the home's vector cache: a reindex with an embedder used before re-embeds
+    # only what it has never seen.
+    embedder = embedder or cached(embedder_for(settings), settings.state_dir)
     with writing(settings, "memvault reindex") as session:
         return _rebuild(settings, session.ledger, session.vault, embedder, progress)
 
@@ -57,7 +78,7 @@ def _rebuild(settings: Settings, ledger: Ledger, vault: Vault, embedder: Embedde
     rows, cids = all_rows(ledger, vault, settings.index.context_turns)
     uri = next_index_uri(settings)
     try:
-        index = NodeIndex.open_or_create(settings, uri)
+        index = NodeIndex.open_or_create(settings, uri, embedder)
         if progress:
             progress.begin(len(rows))
         pending = 0

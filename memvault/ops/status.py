@@ -44,11 +44,20 @@ def gather_status(settings: Settings) -> dict[str, Any]:
             data["note"] = (f"another memvault process (pid {who.get('pid', '?')}, {who.get('command', '?')}) "
                             "is writing; counts come from the last run report")
         data.update({k: 0 for k in ("conversations", "messages", "chunks", "buckets")})
+    from stores.nodes import embedding_model
+
     index = NodeIndex.inspect(settings)
     data["nodes"] = index.nodes
     data["warnings"] = _index_agreement(settings, indexed) if indexed is not None else []
     data["warnings"] += permission_warnings(settings.home)
     data.update(_operations(settings, index.uri, index.bytes, index.model))
+    configured = embedding_model(settings)[0]
+    data["configured_embedding_model"] = configured
+    if index.model and index.model != configured:
+        data["warnings"].append(
+            f"the node index was built by `{index.model}`, but the settings name `{configured}`: recall answers from "
+            "the old index (full text only unless its embedder is a bundled one) and `memvault run` leaves the index "
+            "as it is — run `memvault reindex` to re-embed into a new index (the old one serves until it is done)")
     return data
 
 

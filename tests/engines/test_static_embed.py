@@ -129,8 +129,13 @@ def test_index_refuses_the_other_model_until_reindex(demo_copy: Path, embedder: 
     static = load_settings(demo_copy, embeddings={"model": STATIC_NAME})
     small = StaticEmbedder(table_file=table)
     assert MemoryService(minilm, embedder).recall(query)["hits"]
+    # Until reindex, the static settings are answered from the MiniLM index with MiniLM
+    # itself (a bundled embedder): never a static vector against MiniLM's.
+    waiting = MemoryService(static, small)
+    assert waiting.recall(query)["hits"] and waiting.embedder.name == "all-MiniLM-L6-v2" and small.texts == 0
+    assert "memvault reindex" in (waiting.notice or "")
     with pytest.raises(IndexMismatchError, match="holds vectors of `all-MiniLM-L6-v2`, not `all-MiniLM-L6-v2-static`.*reindex"):
-        MemoryService(static, small).recall(query)
+        NodeIndex.open_existing(static)
 
     report = rebuild_index(static, small)
     assert report["model"] == STATIC_NAME and small.texts >= report["nodes"] > 0
@@ -139,4 +144,4 @@ def test_index_refuses_the_other_model_until_reindex(demo_copy: Path, embedder: 
     assert MemoryService(static, small).recall(query)["hits"]
     # And back: the MiniLM settings now meet static vectors, refused the same way.
     with pytest.raises(IndexMismatchError, match="reindex"):
-        MemoryService(minilm, embedder).recall(query)
+        NodeIndex.open_existing(minilm)

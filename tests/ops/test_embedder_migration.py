@@ -1,0 +1,143 @@
+"""Changing the embedder never mixes vectors: recall keeps answering from the old index (by
+full text when its embedder is not at hand), status says what to run, `memvault reindex`
+builds a new index with the new embedder and swaps only when done, and a server that is
+down or answers another dimension stops the rebuild with the old index still live and no
+half-built one left. Real ledger, real LanceDB, a real HTTP server on loopback."""
+
+from pathlib import Path
+
+import pytest
+
+from memvault.errors import EmbeddingServerError
+from memvault.ops.memory import MemoryService
+from memvault.ops.reindex import rebuild_index
+from memvault.ops.status import gather_status
+from memvault.settings import Settings, load_settings
+from stores.ledger import Ledger
+from stores.location import index_uri
+from stores.nodes import NodeIndex
+from tasks.ingest_files import run_ingest
+from tests.fake_embeddings import FakeServer, fake_embeddings_server
+from tests.helpers import cc_session
+
+TURNS = [
+    "when does the postgres backup run?",
+    "Nightly at three, kept for thirty days.",
+    "我们讨论了数据库备份的时间安排",
+    "好的，每天凌晨三点运行备份。",
+    "明日の会議は東京本社で午後三時に始まります",
+    "了解しました。資料を準備します。",
+]
+
+
+def _settings(home: Path, url: str, model: str) -> Settings:
+    return load_settings(home, embeddings={"url": url, "model": model, "retries": 1})
+
+
+@pytest.fixture
+def ingested(home: Path, tmp_path: Path) -> Path:
+    folder = tmp_path / "transcripts" / "proj"
+    folder.mkdir(parents=True)
+    (folder / "s1.jsonl").write_text(cc_session("S1", TURNS), encoding="utf-8")
+    settings = load_settings(home)
+    ledger = Ledger(settings.ledger_path)
+    try:
+        result = run_ingest(ledger, settings, [("claude-code", folder.parent)])
+    finally:
+        ledger.close()
+    assert result.messages_new == len(TURNS)
+    return home
+
+
+def _lance_dirs(settings: Settings) -> list[str]:
+    return sorted(p.name for p in settings.state_dir.glob("nodes*.lance"))
+
+
+def test_a_new_embedder_is_answered_by_full_text_until_reindex_then_by_its_vectors(ingested: Path) -> None:
+    with fake_embeddings_server(FakeServer(dim=24)) as a, fake_embeddings_server(FakeServer(dim=40)) as b:
+        old = _settings(ingested, a.url, "model-a")
+        report = rebuild_index(old)
+        assert report["nodes"] > 0 and a.batches
+        live = index_uri(old)
+        stored = NodeIndex.open_existing(old)
+        assert (stored.dim, stored.stored_model()) == (24, f"model-a@{a.url}")
+
+        new = _settings(ingested, b.url, "model-b")
+        service = MemoryService(new)
+        hits = service.search("数据库备份")
+        assert hits and "数据库备份" in NodeIndex.open_stored(new).get([hits[0]["id"]])[0]["text"]
+        assert service.search("東京本社の会議")
+        assert not service.vectors and "full text only" in (service.notice or "")
+        assert b.requests == 0, "the new embedder's vectors never meet the old index"
+
+        status = gather_status(new)
+        assert status["embedding_model"] == f"model-a@{a.url}" and status["nodes"] > 0
+        assert any("memvault reindex" in w and "model-a" in w for w in status["warnings"])
+
+        swapped = rebuild_index(new)
+        assert swapped["old_index"] == live and swapped["new_index"] != live
+        after = MemoryService(new)
+        assert after.search("postgres backup") and after.vectors and after.notice is None and b.requests > 0
+        assert NodeIndex.open_existing(new).dim == 40
+
+
+def test_a_bundled_old_index_is_still_searched_with_its_own_embedder(ingested: Path, embedder) -> None:
+    minilm = load_settings(ingested)
+    rebuild_index(minilm, embedder)
+    with fake_embeddings_server() as b:
+        service = MemoryService(_settings(ingested, b.url, "model-b"))
+        assert service.search("when is the database backed up")
+        assert service.vectors and service.embedder.name == "all-MiniLM-L6-v2"
+        assert b.requests == 0
+
+
+def test_a_server_that_is_down_leaves_the_old_index_live_and_nothing_half_built(ingested: Path) -> None:
+    with fake_embeddings_server() as a:
+        old = _settings(ingested, a.url, "model-a")
+        rebuild_index(old)
+        live, dirs = index_uri(old), _lance_dirs(old)
+        down = a.url
+    with pytest.raises(EmbeddingServerError, match=down.replace(".", r"\.")):
+        rebuild_index(_settings(ingested, down, "model-b"))
+    assert index_uri(old) == live and _lance_dirs(old) == dirs
+
+
+def test_a_server_that_changes_dimension_mid_rebuild_stops_it(ingested: Path) -> None:
+    with fake_embeddings_server(FakeServer(dim=24)) as a:
+        old = _settings(ingested, a.url, "model-a")
+        rebuild_index(old)
+        live, dirs = index_uri(old), _lance_dirs(old)
+
+        with fake_embeddings_server(FakeServer(dim=16)) as b:
+            new = load_settings(ingested, embeddings={"url": b.url, "model": "model-b", "retries": 0, "batch_size": 2})
+            from memvault.embeddings.select import embedder_for
+
+            e = embedder_for(new)
+            assert e.dim == 16
+            b.dim = 20  # the server swapped models after the first answer
+            with pytest.raises(EmbeddingServerError, match="20-dimension vectors, not the 16"):
+                rebuild_index(new, e)
+        assert index_uri(old) == live and _lance_dirs(old) == dirs
+
+
+def test_a_run_leaves_an_index_of_another_embedder_as_it_is(ingested: Path) -> None:
+    from memvault.embeddings.select import embedder_for
+    from stores.vault import Vault
+    from tasks.context import StageContext
+    from tasks.index import run_index
+
+    with fake_embeddings_server(FakeServer(dim=24)) as a, fake_embeddings_server(FakeServer(dim=40)) as b:
+        rebuild_index(_settings(ingested, a.url, "model-a"))
+        before = NodeIndex.open_stored(load_settings(ingested)).count()
+        new = _settings(ingested, b.url, "model-b")
+        ledger = Ledger(new.ledger_path)
+        try:
+            ctx = StageContext(settings=new, ledger=ledger, vault=Vault(ingested), embedder=embedder_for(new),
+                               run_id="run-test-migration")
+            result = run_index(ctx)
+        finally:
+            ledger.close()
+        assert result.skipped and "memvault reindex" in result.skipped and result.nodes_written == 0
+        assert b.requests == 0, "nothing was embedded for an index that cannot take it"
+        stored = NodeIndex.open_stored(new)
+        assert stored.count() == before and stored.stored_model() == f"model-a@{a.url}"
