@@ -29,6 +29,7 @@ from stores.vector_cache import cached
 from memvault.engines.base import Engine
 from memvault.engines.settings import EngineName
 from memvault.ops.home import require_home
+from memvault.lock import wait_for_drainer
 from memvault.logs import show_info
 from memvault.ops.session import writing
 from memvault.progress import Progress
@@ -115,6 +116,8 @@ def execute(options: RunOptions, progress: Progress | None = None, engine: Engin
 
         roots = configured_roots(settings) + [("auto", Path(p).expanduser().resolve()) for p in options.paths]
         return dry_run_plan(settings, since, discover(roots)[0], stages)
+    # A scheduled run that starts while the live drainer stores a capture waits for it.
+    wait_for_drainer(settings.state_dir, settings.live.drain_wait_s, log.info)
     run_id = new_run_id()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     with writing(settings, f"memvault run {run_id}") as session:

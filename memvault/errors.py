@@ -86,3 +86,17 @@ class NotFoundError(MemvaultError):
 
 class AmbiguousIdError(MemvaultError):
     """A short id names more than one conversation (the message lists them)."""
+
+
+class DiskFullError(MemvaultError):
+    """A write failed because the disk (or the user's quota) is full."""
+
+
+def disk_full(exc: BaseException, path: object = None) -> DiskFullError | None:
+    """The clear error for an OSError that means "no space left" (ENOSPC, EDQUOT); None otherwise."""
+    import errno
+
+    if not isinstance(exc, OSError) or exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return None
+    where = exc.filename or path or "the memory home"
+    return DiskFullError(f"disk full: {where} — free some space and run the command again")

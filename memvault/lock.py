@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -70,6 +70,30 @@ def wait_until_free(state_dir: Path, timeout_s: float) -> None:
     while (info := holder(state_dir)) is not None:
         if time.monotonic() >= deadline:
             raise LockedError(locked_message(state_dir, info))
+        time.sleep(POLL_S)
+
+
+DRAIN_COMMAND = "memvault drain"  # the live drainer's note: a run waits for it rather than fail
+
+
+def wait_for_drainer(state_dir: Path, limit_s: float, report: Callable[[str], None] | None = None,
+                     every_s: float = 10.0) -> None:
+    """While the live drainer holds the lock (it ends by itself once the spool is stored),
+    wait for it — up to ``limit_s`` — telling ``report`` at once and every ``every_s`` seconds.
+
+    A run started by a person or a schedule right after a capture would otherwise fail with
+    LockedError after ``lock_timeout_s``, though the drainer is only a few seconds from done.
+    """
+    start = time.monotonic()
+    told = -every_s
+    while (info := holder(state_dir)) is not None and info.get("command") == DRAIN_COMMAND:
+        waited = time.monotonic() - start
+        if waited >= limit_s:
+            return  # the caller's own lock wait then names the holder
+        if report is not None and waited - told >= every_s:
+            report(f"waiting for the live drainer (pid {info.get('pid', '?')}, since {info.get('since', '?')}) "
+                   f"to store what hooks captured … {waited:.0f} s")
+            told = waited
         time.sleep(POLL_S)
 
 

@@ -56,6 +56,16 @@ class IngestSettings(Section):
     low_value_patterns: list[str] = Field(
         default_factory=list, description="Extra regexes for acknowledgements left out of chunking"
     )
+    max_string_bytes: int = Field(
+        default=1 << 20, ge=1024,
+        description="Longest JSON string (a message) read from a transcript, in bytes; the rest is cut with a "
+                    "marker before parsing, so one huge paste cannot stall ingest (the file is still read whole)"
+    )
+    max_zip_entry_bytes: int = Field(
+        default=4 << 30, ge=1,
+        description="Largest uncompressed member of a zipped export that is read; a larger one is named in the "
+                    "errors and skipped before it is inflated"
+    )
 
 
 # Similarities below are cosines of L2-normalized embeddings, used as thresholds in [0, 1].

@@ -26,6 +26,7 @@ from memvault.files import storable_path
 from memvault.progress import Progress
 from memvault.models import Conversation, LineError
 from memvault.settings import Settings
+from memvault.sources.caps import Caps, limits
 from stores.ledger import Ledger
 from stores.rows import Watermark
 from tasks.ingest_batches import MAX_MESSAGE_CHARS, TRUNCATED, IngestResult
@@ -297,7 +298,8 @@ def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]]
             marks[key] = replace(marks[key], errors=tuple(errors))
     if progress is not None:
         progress.begin(sum(sizes), f"{len(files)} file(s)")
-    with _fewer_gc_passes(), ledger.bulk_load(), _Batches(ledger, result, max(slice_bytes, BATCH_BYTES), pattern=pattern) as batches:
+    caps = Caps(string_bytes=settings.ingest.max_string_bytes, zip_entry_bytes=settings.ingest.max_zip_entry_bytes)
+    with limits(caps), _fewer_gc_passes(), ledger.bulk_load(), _Batches(ledger, result, max(slice_bytes, BATCH_BYTES), pattern=pattern) as batches:
         folders: dict[Path, Path] = {}
         for (kind, path), size in zip(files, sizes):
             _ingest_one(ledger, settings, result, batches, marks, kind, path, size, progress, slice_bytes, folders,

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from memvault.errors import MemvaultError
+from memvault.errors import MemvaultError, disk_full
 from memvault.terminal import JSON_ESCAPES, visible
 
 
@@ -53,7 +53,13 @@ def emit_json(data: Any) -> None:
 def reporting(as_json: bool) -> Iterator[None]:
     """Turn memvault errors into a message (text or JSON) and their exit code."""
     try:
-        yield
+        try:
+            yield
+        except OSError as raw:
+            full = disk_full(raw)
+            if full is None:
+                raise
+            raise full from raw  # "disk full: <path>", as text or JSON, never a traceback
     except MemvaultError as exc:
         if as_json:
             emit_json({"error": str(exc), "type": type(exc).__name__})

@@ -22,7 +22,7 @@ def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | 
     ``configured_sources=False`` reads only ``paths`` (`memvault ingest PATH`).
     """
     from memvault.budget import parse_since
-    from memvault.lock import wait_until_free
+    from memvault.lock import wait_for_drainer, wait_until_free
     from memvault.ops.home import require_home
     from memvault.prefect_env import apply_prefect_defaults
     from memvault.settings import load_settings
@@ -38,6 +38,11 @@ def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | 
         Vault(settings.home).check_writable()  # wrong branch, merge in progress: refused before Prefect starts
     since_at = parse_since(since)
     if not dry_run:
+        from memvault.cli.output import err_console
+
+        # Right after a capture the drainer holds the lock for a few seconds: wait it out.
+        wait_for_drainer(settings.state_dir, settings.live.drain_wait_s,
+                         lambda line: err_console.print(line, highlight=False, markup=False))
         wait_until_free(settings.state_dir, settings.lock_timeout_s)
     from flows.nightly import RunOptions, execute, nightly
 

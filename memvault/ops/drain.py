@@ -19,7 +19,7 @@ from memvault import spool
 from memvault.errors import LockedError, MemvaultError
 from memvault.failpoints import failpoint
 from memvault.ids import short_ids
-from memvault.lock import writer_lock
+from memvault.lock import DRAIN_COMMAND, writer_lock
 from memvault.models import Conversation
 from memvault.ops.capture_paths import refusal
 from memvault.settings import Settings
@@ -141,7 +141,7 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
 
         embedder = cached(embedder_for(settings), settings.state_dir)
     timeout = settings.lock_timeout_s if lock_timeout_s is None else lock_timeout_s
-    with writer_lock(state, "memvault drain", timeout):
+    with writer_lock(state, DRAIN_COMMAND, timeout):
         try:
             ledger = Ledger(settings.ledger_path)
             try:

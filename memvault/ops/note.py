@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from memvault import spool
-from memvault.errors import LockedError, UsageError
+from memvault.errors import DiskFullError, LockedError, UsageError, disk_full
 from memvault.ids import short_ids
 from memvault.lock import writer_lock
 from memvault.models import Conversation, Message
@@ -62,9 +62,15 @@ def add_note(settings: Settings, text: str, title: str | None = None, project: s
                 embedder = embedder_for(settings)
             ledger = Ledger(settings.ledger_path)
             try:
-                store_notes(ledger, [conv])
-                nodes = NodeIndex.open_or_create(settings, embedder=embedder)
-                index_conversations(ledger, nodes, embedder, settings, [cid])
+                store_notes(ledger, [conv])  # one transaction: on a full disk nothing is stored
+                try:
+                    nodes = NodeIndex.open_or_create(settings, embedder=embedder)
+                    index_conversations(ledger, nodes, embedder, settings, [cid])
+                except OSError as exc:
+                    full = disk_full(exc, settings.state_dir)
+                    if full is None:
+                        raise
+                    raise _undo_note(ledger, cid, full) from exc
                 short = short_ids(ledger.conversation_ids())[cid]
             finally:
                 ledger.close()
@@ -77,3 +83,14 @@ def add_note(settings: Settings, text: str, title: str | None = None, project: s
         return {"id": cid, "cite": f"conv:{cid[:8]}", "queued": True, "redactions": redactions,
                 "note": f"{exc} — the note is spooled and stored when the lock is free"}
     return {"id": cid, "cite": f"conv:{short}", "queued": False, "redactions": redactions}
+
+
+def _undo_note(ledger: Any, cid: str, full: DiskFullError) -> DiskFullError:
+    """No half note: one stored but not indexed is taken out again, so the error's "not
+    stored" is true; when even that cannot be written, the error says what is left."""
+    try:
+        ledger.forget_conversation(cid)
+    except OSError:
+        return DiskFullError(f"{full} (the note is in the ledger but not yet recallable; "
+                             "the next `memvault run` indexes it)")
+    return DiskFullError(f"{full}; the note was not stored")

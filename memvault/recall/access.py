@@ -13,12 +13,14 @@ the log (``access.log.lock``), so no append is lost and none waits long:
 
 import fcntl
 import json
+import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+log = logging.getLogger(__name__)
 ACCESS_LOG = "access.log"
 FOLDING_SUFFIX = ".folding"
 LOCK_SUFFIX = ".lock"
@@ -26,7 +28,7 @@ LOCK_SUFFIX = ".lock"
 
 @contextmanager
 def _log_lock(path: Path, mode: int) -> Iterator[None]:
-    fd = os.open(path.with_name(path.name + LOCK_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path.with_name(path.name + LOCK_SUFFIX), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, mode)
         yield
@@ -35,16 +37,23 @@ def _log_lock(path: Path, mode: int) -> Iterator[None]:
 
 
 def append_access(path: Path, ids: list[str]) -> None:
-    """Append one line of node ids to the log at ``path`` (safe against a concurrent fold)."""
+    """Append one line of node ids to the log at ``path`` (safe against a concurrent fold).
+
+    Never raises for a write that fails (a full disk, a read-only home): the counts only nudge
+    ranking, and a recall must not fail over them — the line is dropped with a warning.
+    """
     if not ids:
         return
     line = (json.dumps({"ids": ids}) + "\n").encode()
-    with _log_lock(path, fcntl.LOCK_SH):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+    try:
+        with _log_lock(path, fcntl.LOCK_SH):
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+    except OSError as exc:
+        log.warning("recall's access counts not recorded (%s: %s); the answer is unaffected", path, exc.strerror or exc)
 
 
 def read_counts(path: Path) -> tuple[Counter[str], int]:

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 
 from memvault.models import SourceKind
 from memvault.sources.base import decode_text, open_regular, wide_encoding
+from memvault.sources.caps import current, cut_long_strings
 from memvault.sources.export import detect_zip, export_kind_of_text, is_zip
 
 SNIFF_BYTES = 1 << 20  # an export's first conversation names its keys well within this
@@ -107,6 +108,7 @@ def _detect_jsonl(handle: BinaryIO, head_bytes: bytes) -> SourceKind | None:
 
 
 def _judge_line(line: bytes) -> SourceKind | None:
+    line = cut_long_strings(line, current().string_bytes)
     try:
         obj = json.loads(line.decode("utf-8", errors="replace"))
     except (ValueError, RecursionError):

@@ -25,6 +25,7 @@ from typing import IO, Any, BinaryIO
 
 from memvault.models import Conversation, LineError
 from memvault.sources.base import ParseResult, open_regular, wide_encoding
+from memvault.sources.caps import CappedReader, current
 
 ConvParser = Callable[[dict[str, Any]], Conversation | None]
 
@@ -184,7 +185,8 @@ def _stream_items(stream: _Utf8Stream) -> Iterator[Any]:
     # A single conversation saved on its own is an object, not a list.
     prefix = "" if _first_char(stream.head) == "{" else "item"
     # use_float: epoch times must come back as floats (ijson's default is Decimal).
-    yield from ijson.items(stream, prefix, use_float=True)
+    # Strings past the cap are cut on the bytes first: ijson's time grows with a string's square.
+    yield from ijson.items(CappedReader(stream, current().string_bytes), prefix, use_float=True)
 
 
 def _parse_errors() -> tuple[type[BaseException], ...]:
@@ -266,7 +268,14 @@ def _zip_documents(handle: BinaryIO, path: Path, what: str, slicer: _Slicer) -> 
             slicer.error(f"{path} is a zip archive without a {what} conversations.json inside (it holds {names}); "
                          "point memvault at the export's zip or its conversations.json")
             return
+        cap = current().zip_entry_bytes
         for info in members:
+            if info.file_size > cap:
+                # Judged from the zip's directory, before a byte is inflated (a zip bomb).
+                slicer.error(f"{info.filename} (in the zip) is {info.file_size:,} bytes uncompressed, more than "
+                             f"ingest.max_zip_entry_bytes ({cap:,}) — skipped without inflating it; the other "
+                             "entries are read (raise the setting to read it)")
+                continue
             try:
                 with archive.open(info) as member:
                     yield f"{info.filename} (in the zip): ", member

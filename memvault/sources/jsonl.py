@@ -32,6 +32,7 @@ from orjson import loads as _fast_loads
 
 from memvault.models import Conversation, LineError
 from memvault.sources.base import ParseResult, open_regular, wide_encoding
+from memvault.sources.caps import current, cut_long_strings
 
 BINARY_SNIFF_BYTES = 8192
 _COUNT_CHUNK = 1 << 20
@@ -171,6 +172,9 @@ def _decode(raw: bytes, complete: bool, first: bool) -> Any:
     """The JSON value of one line; ``None`` for a blank line; raises _Held or LineProblem."""
     if first and raw.startswith(codecs.BOM_UTF8):
         raw = raw[len(codecs.BOM_UTF8):]  # a BOM written by an editor: not part of the line
+    cap = current().string_bytes
+    if complete and len(raw) > cap:
+        raw = cut_long_strings(raw, cap)  # cut first, then parse: a 40 MB message costs one pass
     obj = _fast_parse(raw) if complete else None
     if obj is not None:
         return obj

@@ -75,3 +75,26 @@ def test_lock_taken_after_the_check_still_prints_only_the_message(home: Path, tm
                             capture_output=True, text=True, cwd=ROOT, env=_env(tmp_path), timeout=600)
     _refused(result, held.pid)
     assert "Flow run" in result.stderr  # it did get as far as a flow run
+
+
+DRAINER = HOLDER.replace('"test holder"', '"memvault drain"')
+
+
+def test_a_run_right_after_a_capture_waits_for_the_drainer_with_progress(home: Path, tmp_path: Path) -> None:
+    # The live drainer holds the lock (longer than lock_timeout_s, 1 s here): `memvault run`
+    # says it waits, and runs once the drainer is done — no LockedError.
+    drainer = subprocess.Popen([sys.executable, "-c", DRAINER, str(home / ".memvault")], cwd=ROOT,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    exe = Path(sys.executable).parent / "memvault"
+    try:
+        assert drainer.stdout.readline().strip() == "ready"
+        run = subprocess.Popen([str(exe), "--home", str(home), "run", "--only", "ingest", "--json"], cwd=ROOT,
+                               env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = run.stderr.readline()
+        assert f"waiting for the live drainer (pid {drainer.pid}" in first
+        drainer.stdin.close()  # the drainer stores its entries and lets the lock go
+        out, err = run.communicate(timeout=600)
+    finally:
+        stop(drainer)
+    assert run.returncode == 0, err
+    assert '"status": "completed"' in out and "LockedError" not in out + err
