@@ -177,7 +177,7 @@ class MemoryService:
         return list(cands.values()), rows, lookup
 
     def _second_hop(self, query: str, cands: dict[str, Candidate], rows: dict[str, dict[str, Any]],
-                    qv: np.ndarray, where: str | None) -> None:
+                    qv: np.ndarray | None, where: str | None) -> None:
         """Full-text search for the rare terms of the first hop's best hits (``hop_terms``), so
         a turn that shares a name or a place with them — the other half of an answer that spans
         turns — is a candidate even when it shares no word with the query. The seeds are the
@@ -194,7 +194,7 @@ class MemoryService:
             rows.setdefault(row["id"], row)
             c = cands.setdefault(row["id"], _candidate(row))
             c.hop_rank = rank
-            if c.cos is None and c.vector is not None:
+            if c.cos is None and c.vector is not None and qv is not None:
                 c.cos = float(c.vector @ qv)
 
     def search(self, query: str, limit: int = 10, scope: Scope = Scope(), cwd: str | None = None) -> list[dict[str, Any]]:
