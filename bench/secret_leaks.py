@@ -40,6 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.secret_corpus import Form, held_out  # noqa: E402
+# The same readers as the end-to-end leak test: every string of the ledger and of the index.
+from tests.stages.test_ingest_secret_corpus import _index_strings, _ledger_strings  # noqa: E402
 
 FORMATS = ("claude-code", "codex", "pi", "chatgpt")
 VEHICLES = (*FORMATS, "capture", "note-text", "note-project", "bad-payload-field", "bad-payload-text")
@@ -136,27 +138,6 @@ def plant_live(home: Path, tmp: Path, copies: dict[str, list[Form]], env: dict[s
         capture(home, text.text, spawn=False)
 
 
-def ledger_strings(home: Path) -> str:
-    import duckdb
-
-    con = duckdb.connect(str(home / ".memvault" / "ledger.duckdb"), read_only=True)
-    try:
-        rows = []
-        for (table,) in con.execute("select table_name from information_schema.tables").fetchall():
-            rows += [repr(r) for r in con.execute(f'select * from "{table}"').fetchall()]
-        return "\n".join(rows)
-    finally:
-        con.close()
-
-
-def index_strings(home: Path) -> str:
-    import lancedb
-
-    db = lancedb.connect(str(home / ".memvault" / "nodes.lance"))
-    names = db.list_tables().tables
-    return "\n".join(repr(db.open_table(n).to_arrow().to_pylist()) for n in names)
-
-
 def git_and_vault(home: Path) -> str:
     out = [subprocess.run(["git", "log", "-p", "--all"], cwd=home, capture_output=True).stdout.decode(errors="replace")]
     for p in home.rglob("*"):
@@ -197,7 +178,9 @@ def pieces(needle: str) -> list[str]:
 
 def measure(home: Path, prefect_home: Path, copies: dict[str, list[Form]]) -> dict[str, Any]:
     log = home / ".memvault" / "live.log"
-    texts = {"ledger": ledger_strings(home), "index": index_strings(home), "vault+git": git_and_vault(home),
+    texts = {"ledger": _ledger_strings(home / ".memvault" / "ledger.duckdb").decode(errors="replace"),
+             "index": _index_strings(home / ".memvault" / "nodes.lance").decode(errors="replace"),
+             "vault+git": git_and_vault(home),
              "live.log": log.read_text(errors="replace") if log.exists() else "",
              "other .memvault": files_text(home / ".memvault", ("live.log", "ledger.duckdb", "nodes.lance")),
              "prefect home": files_text(prefect_home)}
@@ -217,6 +200,9 @@ def measure(home: Path, prefect_home: Path, copies: dict[str, list[Form]]) -> di
                 if any(piece in texts[place] for piece in pieces(form.needle)):
                     table[place]["leaked"] += 1
                     leaks[place].append(f"{vehicle}:{form.kind}#{n}")
+    # Not vacuous: the places hold the planted conversations' text (their topic words).
+    for place in PLACES:
+        table[place]["topics_seen"] = sum(topic(i) in texts[place] for i in range(len(copies[VEHICLES[0]])))
     anywhere = sum(any(any(pc in texts[p] for pc in pieces(f.needle)) for p in PLACES)
                    for forms in copies.values() for f in forms)
     return {"forms": len(copies[VEHICLES[0]]), "copies": sum(map(len, copies.values())), "leaked_anywhere": anywhere,
@@ -228,14 +214,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", type=Path, help="Work in this folder and keep it (default: a temporary one)")
+    parser.add_argument("--measure", type=Path, metavar="DIR", help="Only measure a folder an earlier --keep run left")
     args = parser.parse_args()
-    tmp = args.keep or Path(tempfile.mkdtemp(prefix="secret-leaks-"))
+    tmp = args.measure or args.keep or Path(tempfile.mkdtemp(prefix="secret-leaks-"))
     tmp.mkdir(parents=True, exist_ok=True)
     home, src, prefect_home = tmp / "home", tmp / "src", tmp / "prefect"
+    copies = {v: held_out(n) for n, v in enumerate(VEHICLES)}
+    if args.measure:
+        report(measure(home, prefect_home, copies), args.json)
+        return
     env = {**os.environ, "MEMVAULT_HOME": str(home), "PREFECT_HOME": str(prefect_home), "MEMVAULT_ENGINE": "none",
            "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     os.environ.update({k: env[k] for k in ("PREFECT_HOME", "MEMVAULT_ENGINE")})
-    copies = {v: held_out(n) for n, v in enumerate(VEHICLES)}
     write_formats(src, copies)
     subprocess.run([MEMVAULT, "--home", str(home), "init"], env=env, check=True, capture_output=True)
     with open(home / "memvault.toml", "a") as fh:
@@ -248,14 +238,18 @@ def main() -> None:
         sys.exit(f"memvault run failed: {run.stdout[-2000:]} {run.stderr[-2000:]}")
     result = measure(home, prefect_home, copies)
     result["seconds"] = round(time.monotonic() - start, 1)
-    if args.json:
+    report(result, args.json)
+
+
+def report(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
         print(json.dumps(result, indent=2))
         return
     print(f"{result['forms']} held-out forms × {len(VEHICLES)} vehicles = {result['copies']} planted copies; "
           f"{result['leaked_anywhere']} leaked somewhere; {result['conversations_shown']} conversations shown")
-    print(f"{'place':<18}{'leaked/planted':>16}")
+    print(f"{'place':<18}{'leaked/planted':>16}{'topics seen':>13}")
     for place, row in result["places"].items():
-        print(f"{place:<18}{row['leaked']:>8}/{row['planted']:<7}")
+        print(f"{place:<18}{row['leaked']:>8}/{row['planted']:<7}{row['topics_seen']:>10}/{result['forms']}")
     for place, what in result["leaks"].items():
         print(f"  {place}: {', '.join(what)}")
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.errors import ConfigError
 from memvault.redact_rules import (
-    ALWAYS, DEFAULT_PATTERNS, FILTERS, GATE_FRAGMENTS, IMPLIED, LONG_RUN, RULES_BY_TRIGGER, TRIGGER_SCAN, TRIGGERS,
+    ALWAYS, DEFAULT_PATTERNS, FILTERS, GATE_ESCAPED, GATE_FRAGMENTS, GATE_UNICODE, IMPLIED, LONG_RUN, RULES_BY_TRIGGER,
+    TRIGGER_SCAN, TRIGGERS,
 )
 
 if TYPE_CHECKING:  # models import this module (LineError redacts its message)
@@ -33,7 +34,14 @@ WINDOW_MARGIN = 2048
 
 def _may_hold_secret(text: str) -> bool:
     """False only when no built-in pattern can match ``text``."""
-    return max(map(len, text.split()), default=0) >= LONG_RUN or any(map(text.lower().__contains__, GATE_FRAGMENTS))
+    if max(map(len, text.split()), default=0) >= LONG_RUN:
+        return True
+    lowered = text.lower()
+    if any(map(lowered.__contains__, GATE_FRAGMENTS)):
+        return True
+    if not text.isascii() and any(map(lowered.__contains__, GATE_UNICODE)):
+        return True
+    return "\\u" in lowered and any(map(lowered.__contains__, GATE_ESCAPED))
 
 
 def _rules_present(lowered: str) -> set[str]:

@@ -38,8 +38,15 @@ PASSWORD_WORDS_UNSPACED = ("密码", "密碼", "口令", "パスワード", "暗
 
 def _any_escaping(word: str) -> str:
     """A regex for ``word`` as written or with its non-ASCII letters as JSON escapes (\\u00f1)."""
-    escaped = "".join(re.escape(c) if c.isascii() else r"\\+u%04x" % ord(c) for c in word)
-    return re.escape(word) if word.isascii() else f"{re.escape(word)}|{escaped}"
+    if word.isascii():
+        return re.escape(word)
+    # (?i) does not reach inside an escape: \u041f is П, \u043f is п — both spellings.
+    escaped = {"".join(re.escape(c) if c.isascii() else r"\\+u%04x" % ord(c) for c in w)
+               for w in (word, word[0].upper() + word[1:])}
+    return "|".join([re.escape(word), *sorted(escaped)])
+
+
+_ESCAPE_CODE = re.compile(r"u[0-9a-f]{4}$")
 
 
 def _escaped_trigger(word: str) -> str:
@@ -47,6 +54,11 @@ def _escaped_trigger(word: str) -> str:
     letter's escape code (``u043f``)."""
     cut = next((i for i, c in enumerate(word) if not c.isascii()), len(word))
     return word[:cut] if cut >= 4 or cut == len(word) else "u%04x" % ord(word[cut])
+
+
+def _escaped_triggers(word: str) -> tuple[str, ...]:
+    """``_escaped_trigger`` of the word as written and capitalized (escapes keep case apart)."""
+    return tuple({_escaped_trigger(word), _escaped_trigger(word[0].upper() + word[1:])})
 
 
 # The options of a command line before the one that carries the password (``-h host -u app``):
@@ -246,9 +258,10 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "redis_cli_password": ("redis-cli",),
     "openssl_passphrase": ("pass:",),
     "netrc_password": ("password",),
-    "pgpass_line": (),
+    # the port field: ":5432:" or ":*:" (a cheap test before the costly line pattern)
+    "pgpass_line": (":0", ":1", ":2", ":3", ":4", ":5", ":6", ":7", ":8", ":9", ":*:"),
     "password_word": tuple(sorted({t for w in PASSWORD_WORDS_SPACED + PASSWORD_WORDS_UNSPACED
-                                   for t in (w, _escaped_trigger(w))})),
+                                   for t in (w, *_escaped_triggers(w))})),
     "cli_credentials": ("-u", "--user"),
     "url_password": ("://", ":\\"),
     "url_signature": ("sig", "x-amz-", "x-goog-"),
@@ -267,7 +280,12 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
 # little next to parsing (bench/ingest.py).
 GATE_FRAGMENTS: tuple[str, ...] = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "-----begin", "://",
                                    "-u", "sig=", ":\\", "mysql", "mariadb", "redis-cli", "private-lines",
-                                   *TRIGGERS["password_word"])
+                                   *(t for t in TRIGGERS["password_word"] if t.isascii() and not _ESCAPE_CODE.match(t)
+                                     and "pass" not in t and t != "contrasena"))
+# Checked only when the text holds non-ASCII letters, or JSON's \u escapes: most text holds
+# neither, and each fragment tested costs a scan of the text.
+GATE_UNICODE: tuple[str, ...] = tuple(t for t in TRIGGERS["password_word"] if not t.isascii())
+GATE_ESCAPED: tuple[str, ...] = tuple(t for t in TRIGGERS["password_word"] if _ESCAPE_CODE.match(t))
 LONG_RUN = 15
 
 # Past the gate, one scan finds which triggers a text holds (at each position the longest

@@ -6,6 +6,7 @@ out whole, so a rule that takes too much (the context) or too little (part of th
 """
 
 import base64
+import json
 
 import pytest
 
@@ -92,3 +93,13 @@ ORDINARY = [
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_text_is_untouched(text: str) -> None:
     assert redact(text) == (text, {})
+
+
+@pytest.mark.parametrize("line", ["Пароль: Zima2024x", "パスワード：Natsu2024x", "Contraseña: Verano2024", "hasło: Zima2024x"])
+def test_password_words_in_json_ascii_escapes(line: str) -> None:
+    # A tool's json.dumps output kept in a message spells the word as \u escapes (once or twice).
+    secret = line.split()[-1].split("：")[-1]
+    once = json.dumps({"out": line})
+    for text in (once, json.dumps({"log": once})):
+        redacted, counts = redact(text)
+        assert secret not in redacted and counts == {"password_word": 1}

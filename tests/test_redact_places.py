@@ -10,6 +10,7 @@ from memvault import spool
 from memvault.errors import UsageError
 from memvault.models import LineError
 from tests.helpers import cli
+from tests.stages.test_ingest_secret_corpus import _ledger_strings
 
 REDIS_URL = "redis://:R3disPw9xQ@cache.internal:6379/0"
 MYSQL = "mysql -u app -pT0ps3cretX9 shop"
@@ -17,16 +18,7 @@ DOCKER = "dckr_pat_Zq3RkT9vLw2mNp8XbJ4cYt7sD1f"
 
 
 def _ledger_text(home: Path) -> str:
-    import duckdb
-
-    con = duckdb.connect(str(home / ".memvault" / "ledger.duckdb"), read_only=True)
-    try:
-        rows = []
-        for (table,) in con.execute("select table_name from information_schema.tables").fetchall():
-            rows += [repr(r) for r in con.execute(f'select * from "{table}"').fetchall()]
-        return "\n".join(rows)
-    finally:
-        con.close()
+    return _ledger_strings(home / ".memvault" / "ledger.duckdb").decode()
 
 
 def test_note_project_title_and_text_are_redacted(home: Path, embedder) -> None:
