@@ -29,9 +29,18 @@ def gather_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeig
     # First round: each term alone.
     family("second-hop candidates", {f"hop_k {k}": {"hop_k": k} for k in (10, 20)})
     family("hop term", {f"w_hop {x:g}, hop_k {k}": {"w_hop": x, "hop_k": k}
-                        for k in (0, 20) for x in (0.05, 0.1, 0.2)})
+                        for k in (0, 20) for x in (0.05, 0.1, 0.2, 0.3)}
+           | {"w_hop 0.1, hop_k 20, hop_full 1": {"w_hop": 0.1, "hop_k": 20, "hop_full": 1}})
     family("session support", {f"w_session {x:g}, top {n}": {"w_session": x, "session_top": n}
                                for n in (1, 3) for x in (0.05, 0.1, 0.2)})
     family("query coverage", {f"w_cover {x:g}": {"w_cover": x} for x in (0.05, 0.1, 0.2)})
     family("speaker", {f"w_speaker {x:g}": {"w_speaker": x} for x in (0.03, 0.06, 0.12)})
+    # Second round, after the first on the whole dev file: the speaker weight further, and with
+    # each of the others at its best single value.
+    speaker = {f"speaker {x:g}": {"w_speaker": x} for x in (0.12, 0.2, 0.3)}
+    family("combined", speaker | {
+        "speaker 0.12, cover 0.2": {"w_speaker": 0.12, "w_cover": 0.2},
+        "speaker 0.2, cover 0.2": {"w_speaker": 0.2, "w_cover": 0.2},
+        "speaker 0.12, hop 0.1, hop_k 20": {"w_speaker": 0.12, "w_hop": 0.1, "hop_k": 20},
+        "speaker 0.12, session 0.05 top 1": {"w_speaker": 0.12, "w_session": 0.05, "session_top": 1}})
     return families

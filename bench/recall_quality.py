@@ -470,7 +470,8 @@ def main(argv: list[str] | None = None) -> int:
     order = ["full", "vector", "fulltext", "baseline_rrf"] + [m for m in tallies if m not in MODES]
     result: dict[str, Any] = {m: tallies[m].result() for m in order}
     if args.categories:
-        result["categories"] = {m: tallies[m].categories() for m in MODES}
+        # Every mode's and variant's, so a variant can be set against the modes per category.
+        result["categories"] = {m: tallies[m].categories() for m in order}
     if sweep:
         result["sweep"] = sweep_report(sweep, per_conversation)
     if families:
@@ -483,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     for mode in order:
         print(f"{mode:<34}" + "".join(f"{v:>13.3f}" for v in result[mode].values()))
     if args.categories:
-        for mode, cats in result["categories"].items():
+        for mode, cats in {m: result["categories"][m] for m in MODES}.items():
             for cat, figures in cats.items():
                 print(f"{mode + ' / ' + cat + ' (' + str(figures['n']) + ')':<34}"
                       + "".join(f"{figures[k]:>13.3f}" for k in FIGURES))

@@ -264,7 +264,7 @@ class RecallSettings(Section):
         default=0.0, ge=0, description="Weight of the idf share of the query's words a node holds that the best few hits lack"
     )
     cover_seeds: int = Field(default=3, ge=1, description="The best hits whose query words a node completes")
-    w_speaker: float = Field(default=0.0, ge=0, description="Weight of a turn spoken by a person the query names")
+    w_speaker: float = Field(default=0.12, ge=0, description="Weight of a turn spoken by a person the query names")
 
 
 class ScheduleSettings(Section):

@@ -43,9 +43,11 @@ class Gathering:
     names: frozenset[str] = frozenset()
 
 
-def max_bonus(w: ScoringWeights) -> float:
-    """The most the gathered terms can add to one node."""
-    return max(w.w_hop, 0.0) + max(w.w_session, 0.0) + max(w.w_cover, 0.0) + max(w.w_speaker, 0.0)
+def max_bonus(g: Gathering, w: ScoringWeights) -> float:
+    """The most the gathered terms can add to one node of this query (a term the query cannot
+    give — no rare terms, no person named — counts 0, so the bound stays tight)."""
+    return (max(w.w_hop, 0.0) * bool(g.hop) + max(w.w_session, 0.0) * bool(g.session)
+            + max(w.w_cover, 0.0) * bool(g.query_idf) + max(w.w_speaker, 0.0) * bool(g.names))
 
 
 def gather(hits: Mapping[str, "Candidate"], bases: Mapping[str, float], query: str | None,

@@ -282,7 +282,7 @@ def score_head(
     if keep is not None and len(hits) >= keep > 0:
         floors = sorted((float(bases[cid]["base"] or 0.0) + sum(_priors(c, ages[cid], w, q).values())
                          for cid, c in hits.items()), reverse=True)
-        bar = floors[keep - 1] - _max_prior(w, q) - max_bonus(w)
+        bar = floors[keep - 1] - _max_prior(w, q) - max_bonus(gathered, w)
         reachable = [nid for nid in missing if lifted[nid][0] >= bar]
         complete = len(reachable) == len(missing)
         missing = reachable
