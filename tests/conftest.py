@@ -19,6 +19,9 @@ from memvault.prefect_env import apply_prefect_defaults
 apply_prefect_defaults()  # before any test module imports prefect
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Hooks run by tests answer in process: a hook daemon would outlive its test's home
+# (tests/live/test_hook_daemon.py turns it back on where it is the subject).
+os.environ["MEMVAULT_HOOKD"] = "off"
 
 from tests.helpers import SAMPLES, child_env, free_port, run_flow, stop  # noqa: E402
 from tests.tiny_model import build_tiny_llama  # noqa: E402

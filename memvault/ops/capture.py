@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memvault import spool
+from memvault import hookd_client, spool
 
 KINDS = ("claude-code", "codex", "pi", "auto")
 
@@ -75,7 +75,7 @@ def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = Tru
         entry = entry_for(json.loads(raw) if raw.strip() else None, source)
         path = spool.append(state, entry)
     except (ValueError, OSError) as exc:
-        spool.log_line(state, f"capture: {exc} — event ignored (payload starts {raw[:120]!r})")
+        spool.log_line(state, f"capture: {exc} — event ignored ({len(raw):,} characters; the payload is not logged)")
         return {"spooled": None, "error": str(exc)}
     # Written before the check: a drainer that is just finishing looks at the spool again
     # after releasing its lock, so this entry is never stranded between the two.
@@ -85,6 +85,8 @@ def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = Tru
             serve = spool.serve_info(state)
             if serve and serve.get("drains"):
                 drainer = "serve"
+            elif hookd_client.running(home):
+                drainer = "daemon"  # the hook daemon drains the spool with its warm embedder
             elif not spool.drainer_running(state):
                 spawn_drainer(home)
                 drainer = "started"

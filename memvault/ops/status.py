@@ -48,6 +48,9 @@ def gather_status(settings: Settings) -> dict[str, Any]:
     data["nodes"] = index.nodes
     data["warnings"] = _index_agreement(settings, indexed) if indexed is not None else []
     data.update(_operations(settings, index.uri, index.bytes, index.model))
+    from memvault import hookd_client
+
+    data["hook_daemon"] = hookd_client.status(settings.home)
     return data
 
 
