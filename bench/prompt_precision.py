@@ -120,6 +120,7 @@ def build_home(data: list[dict[str, Any]], work: Path) -> Path:
     settings = load_settings(home)
     embedder = CachedEmbedder(work / "embeddings.pkl")
     nodes = NodeIndex.open_or_create(settings)
+    rows = []
     for sample in data:
         name = str(sample.get("sample_id", "conv"))
         for n, date, raw, turns in sessions(sample["conversation"]):
@@ -127,7 +128,8 @@ def build_home(data: list[dict[str, Any]], work: Path) -> Path:
             doc = f"conv:{name}-s{n}"
             tree = conversation_nodes(doc[5:], f"{name}-s{n}", f"{name} session {n}",
                                       date.strftime("%Y-%m-%d %H:%M") if date else raw, "locomo", msgs)
-            write_index(nodes, embedder, rows_for(doc, "conversation", tree, settings.index.context_turns), [], settings.index)
+            rows += rows_for(doc, "conversation", tree, settings.index.context_turns)
+    write_index(nodes, embedder, rows, [], settings.index)  # one write: as one nightly run over them all
     embedder.save()
     (home / ".memvault" / "bench-built").write_text("ok", encoding="utf-8")
     return home
@@ -170,7 +172,7 @@ def tune(home: Path, ans: list[Any], unrel: list[Any], max_unrelated: float) -> 
             best = (a, u, p)
     assert best is not None
     return {"tune_answerable": len(sig_a), "tune_unrelated": len(sig_u), "injected_answerable": round(best[0], 4),
-            "injected_unrelated": round(best[1], 4), "params": best[2].__dict__}
+            "injected_unrelated": round(best[1], 4), "params": best[2]._asdict()}
 
 
 def in_block(block: str, gold: list[str]) -> bool:

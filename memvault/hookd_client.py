@@ -11,15 +11,17 @@ still get one. ``None`` from ``ask`` means "answer in process"; ``MEMVAULT_HOOKD
 daemon off (every hook answers in process).
 """
 
-import hashlib
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
 
 LOCK = "hookd.lock"
 INFO = "hookd.json"
@@ -40,7 +42,9 @@ def runtime_dir() -> Path:
 
 def socket_path(home: Path) -> Path:
     """Where the daemon of ``home`` listens (short enough for a Unix socket on every system)."""
-    key = hashlib.sha256(str(Path(home).resolve()).encode("utf-8")).hexdigest()[:20]
+    # Two checksums (64 bits), not hashlib: its OpenSSL import costs a hook more than the rest.
+    raw = str(Path(home).resolve()).encode("utf-8")
+    key = f"{zlib.crc32(raw):08x}{zlib.adler32(raw[::-1]):08x}"
     return runtime_dir() / f"{key}.sock"
 
 
@@ -61,6 +65,8 @@ def _exchange(path: Path, request: dict[str, Any], timeout_s: float) -> dict[str
 
 def start(home: Path) -> "subprocess.Popen[bytes] | None":
     """Start the daemon of ``home`` detached (its own session; output to ``live.log``)."""
+    import subprocess  # only when starting: its import costs a hook as much as the rest
+
     state = Path(home) / ".memvault"
     if not state.is_dir():
         return None

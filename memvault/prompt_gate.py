@@ -20,7 +20,7 @@ Three questions, each answered from text alone or from numbers recall measured:
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 QUERY_MAX_CHARS = 2_000  # a prompt longer than this is cut before any work (megabyte pastes)
 
@@ -141,8 +141,7 @@ def coverage(query_words: Iterable[str], unit_text: str, df: Mapping[str, int], 
     return (got / total if total else 0.0), total
 
 
-@dataclass(frozen=True)
-class GateParams:
+class GateParams(NamedTuple):
     """Thresholds of the decision (defaults chosen on bench/prompt_precision.py's tuning split)."""
 
     min_words: int = 2
@@ -152,9 +151,9 @@ class GateParams:
     strong_cos: float = 0.62
 
 
-@dataclass(frozen=True)
-class Signals:
-    """What recall found for a prompt: the measures the decision reads."""
+class Signals(NamedTuple):
+    """What recall found for a prompt: the measures the decision reads (a named tuple, not a
+    dataclass: the hook imports this module, and dataclasses costs it ~10 ms)."""
 
     words: tuple[str, ...]
     idf_mass: float

@@ -16,7 +16,6 @@ Payloads understood:
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,8 @@ def entry_for(payload: Any, source: str) -> dict[str, Any]:
 
 def spawn_drainer(home: Path) -> int | None:
     """Start `memvault drain --wait` detached (its own session, no terminal); returns its pid."""
+    import subprocess  # here, not at the top: prompt-recall's hook imports this module too
+
     log = open(home / ".memvault" / spool.LIVE_LOG, "a")  # the child inherits it; closed here after
     try:
         proc = subprocess.Popen(

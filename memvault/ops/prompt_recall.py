@@ -16,9 +16,8 @@ Standard library only at import: the heavy modules load inside ``evaluate``.
 import json
 import time
 import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memvault import hookd_client, spool
 from memvault.prompt_gate import (GateParams, Signals, bounded_query, content_words, coverage, decide, explain,
@@ -35,13 +34,12 @@ AGREE_DEPTH = 10  # both lists put a unit this high: they agree on it
 _DF: "weakref.WeakKeyDictionary[Any, tuple[float, int, dict[str, int], int]]" = weakref.WeakKeyDictionary()
 
 
-@dataclass
-class PromptAnswer:
+class PromptAnswer(NamedTuple):
     """What the hook injects (``block``, empty for nothing) and why."""
 
     block: str
     injected: bool
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str]
     signals: Signals | None = None
 
     def explain(self) -> str:
