@@ -154,18 +154,24 @@ def tune(home: Path, ans: list[Any], unrel: list[Any], max_unrelated: float) -> 
     """Signals of every tune prompt in process, then the grid of thresholds."""
     from memvault.ops.memory import MemoryService
     from memvault.ops.prompt_recall import evaluate
-    from memvault.prompt_gate import GateParams, decide
+    from memvault.prompt_gate import GateParams, Signals, decide
     from memvault.settings import load_settings
 
-    service = MemoryService(load_settings(home))
-    loose = GateParams(min_coverage=0.0, min_margin=-1.0, min_cos=0.0, strong_cos=1.0)
-    sig_a = [evaluate(service, q, params=loose).signals for _, q, _, _ in ans]
-    sig_u = [evaluate(service, p, params=loose).signals for _, p in unrel]
+    cache = home.parent / "tune-signals.json"
+    if cache.is_file():
+        saved = json.loads(cache.read_text(encoding="utf-8"))
+        sig_a = [None if s is None else Signals(tuple(s[0]), *s[1:]) for s in saved["a"]]
+        sig_u = [None if s is None else Signals(tuple(s[0]), *s[1:]) for s in saved["u"]]
+    else:
+        service = MemoryService(load_settings(home))
+        loose = GateParams(min_evidence=-10.0, min_cos=-1.0)
+        sig_a = [evaluate(service, q, params=loose).signals for _, q, _, _ in ans]
+        sig_u = [evaluate(service, p, params=loose).signals for _, p in unrel]
+        cache.write_text(json.dumps({"a": sig_a, "u": sig_u}), encoding="utf-8")
     best: tuple[float, float, GateParams] | None = None
-    grid = itertools.product((0.3, 0.4, 0.5, 0.6, 0.7), (0.0, 0.04, 0.08, 0.12, 0.16, 0.2),
-                             (0.2, 0.25, 0.3, 0.35, 0.4), (0.55, 0.62, 0.7, 1.01))
-    for cov, margin, cos, strong in grid:
-        p = GateParams(min_coverage=cov, min_margin=margin, min_cos=cos, strong_cos=strong)
+    grid = itertools.product([w / 20 for w in range(0, 21)], [t / 200 for t in range(60, 240)], (0.0, 0.25, 0.3))
+    for w, t, cos in grid:
+        p = GateParams(w_coverage=w, min_evidence=t, min_cos=cos)
         a = sum(1 for s in sig_a if s is not None and decide(s, p)[0]) / len(sig_a)
         u = sum(1 for s in sig_u if s is not None and decide(s, p)[0]) / len(sig_u)
         if u <= max_unrelated and (best is None or (a, -u) > (best[0], -best[1])):
@@ -228,7 +234,7 @@ def main() -> int:
     ap.add_argument("--hh", type=Path, help="harmless-base/test.jsonl.gz (github.com/anthropics/hh-rlhf)")
     ap.add_argument("--work", type=Path, required=True, help="cache folder outside the repository (home, embeddings)")
     ap.add_argument("--tune", action="store_true", help="choose the thresholds on the tune split")
-    ap.add_argument("--max-unrelated", type=float, default=0.01, help="--tune: most unrelated prompts injected")
+    ap.add_argument("--max-unrelated", type=float, default=0.011, help="--tune: most unrelated prompts injected")
     ap.add_argument("--limit", type=int, default=0, help="at most this many answerable prompts per split (0: all)")
     ap.add_argument("--reps", type=int, default=30)
     args = ap.parse_args()

@@ -56,8 +56,9 @@ class PromptAnswer(NamedTuple):
 
 def gate_params(live: Any) -> GateParams:
     """The decision's thresholds from the ``[live]`` settings."""
-    return GateParams(min_words=live.prompt_min_words, min_coverage=live.prompt_min_coverage,
-                      min_margin=live.prompt_min_margin, min_cos=live.prompt_min_cos, strong_cos=live.prompt_strong_cos)
+    return GateParams(min_words=live.prompt_min_words, w_coverage=live.prompt_coverage_weight,
+                      min_evidence=live.prompt_min_evidence, min_cos=live.prompt_min_cos,
+                      min_margin=live.prompt_min_margin)
 
 
 def session_doc(session_id: str | None, source: str = "claude-code") -> str | None:

@@ -120,7 +120,7 @@ def test_a_contentless_turn_never_heads_the_block(home: Path, embedder) -> None:
     write_index(nodes, embedder, rows_for("conv:k1", "conversation", tree, settings.index.context_turns), [], settings.index)
     service = MemoryService(settings, embedder)
     answer = evaluate(service, "hi, when does the postgres backup run at night?",
-                      params=GateParams(min_coverage=0.0, min_margin=-1.0, min_cos=0.0))
+                      params=GateParams(min_evidence=0.0, min_cos=0.0))
     hits = [ln for ln in answer.block.splitlines() if ln.startswith("»")]
     assert hits and "pgBackRest" in hits[0]
     assert not any(ln.rstrip().endswith((": hi", ": ok", ": Thanks")) for ln in hits)
