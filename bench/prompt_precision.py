@@ -20,8 +20,8 @@ what the figures are measured on:
   the issue names (no split: the rule is "never").
 
 ``--tune`` computes each tune prompt's signals in process (the same ``evaluate``) and prints
-the thresholds that inject the most answerable prompts while injecting on at most
-``--max-unrelated`` of the unrelated ones; the report runs with the thresholds in the home's
+the thresholds that inject on the fewest unrelated prompts while injecting on at least
+``--min-answerable`` (95 %) of the answerable ones; the report runs with the thresholds in the home's
 settings (the shipped defaults unless ``--set`` overrides one). The report runs the real hook
 — ``memvault --home H prompt-recall`` with Claude Code's UserPromptSubmit JSON on stdin —
 starting from no daemon, so the first call starts it as a user's would; wall times are the
@@ -150,7 +150,7 @@ def timed(argv: list[str], stdin: bytes = b"") -> float:
     return time.perf_counter() - t0
 
 
-def tune(home: Path, ans: list[Any], unrel: list[Any], max_unrelated: float) -> dict[str, Any]:
+def tune(home: Path, ans: list[Any], unrel: list[Any], min_answerable: float) -> dict[str, Any]:
     """Signals of every tune prompt in process, then the grid of thresholds."""
     from memvault.ops.memory import MemoryService
     from memvault.ops.prompt_recall import evaluate
@@ -169,12 +169,18 @@ def tune(home: Path, ans: list[Any], unrel: list[Any], max_unrelated: float) -> 
         sig_u = [evaluate(service, p, params=loose).signals for _, p in unrel]
         cache.write_text(json.dumps({"a": sig_a, "u": sig_u}), encoding="utf-8")
     best: tuple[float, float, GateParams] | None = None
-    grid = itertools.product([w / 20 for w in range(0, 21)], [t / 200 for t in range(60, 240)], (0.0, 0.25, 0.3))
+
+    def injects(s: Signals | None, p: GateParams) -> bool:  # decide() without its sentences
+        return s is not None and s.evidence(p) >= p.min_evidence and s.cos >= p.min_cos and s.margin >= p.min_margin
+
+    # The least unrelated rate among the thresholds that inject at least --min-answerable of
+    # the answerable prompts; among those, the most answerable.
+    grid = itertools.product([w / 20 for w in range(0, 21)], [t / 100 for t in range(30, 120)], (0.0, 0.25))
     for w, t, cos in grid:
         p = GateParams(w_coverage=w, min_evidence=t, min_cos=cos)
-        a = sum(1 for s in sig_a if s is not None and decide(s, p)[0]) / len(sig_a)
-        u = sum(1 for s in sig_u if s is not None and decide(s, p)[0]) / len(sig_u)
-        if u <= max_unrelated and (best is None or (a, -u) > (best[0], -best[1])):
+        a = sum(injects(s, p) for s in sig_a) / len(sig_a)
+        u = sum(injects(s, p) for s in sig_u) / len(sig_u)
+        if a >= min_answerable and (best is None or (-u, a) > (-best[1], best[0])):
             best = (a, u, p)
     assert best is not None
     return {"tune_answerable": len(sig_a), "tune_unrelated": len(sig_u), "injected_answerable": round(best[0], 4),
@@ -234,7 +240,7 @@ def main() -> int:
     ap.add_argument("--hh", type=Path, help="harmless-base/test.jsonl.gz (github.com/anthropics/hh-rlhf)")
     ap.add_argument("--work", type=Path, required=True, help="cache folder outside the repository (home, embeddings)")
     ap.add_argument("--tune", action="store_true", help="choose the thresholds on the tune split")
-    ap.add_argument("--max-unrelated", type=float, default=0.011, help="--tune: most unrelated prompts injected")
+    ap.add_argument("--min-answerable", type=float, default=0.95, help="--tune: least share of answerable prompts injected")
     ap.add_argument("--limit", type=int, default=0, help="at most this many answerable prompts per split (0: all)")
     ap.add_argument("--reps", type=int, default=30)
     args = ap.parse_args()
@@ -249,7 +255,7 @@ def main() -> int:
     if args.limit:
         a = random.Random(3).sample(a, min(args.limit, len(a)))
     u = [x for x in unrel if half(x[1]) == split]
-    result = {**sets, "split": split, **(tune(home, a, u, args.max_unrelated) if args.tune else report(home, a, u, args.reps))}
+    result = {**sets, "split": split, **(tune(home, a, u, args.min_answerable) if args.tune else report(home, a, u, args.reps))}
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0
 

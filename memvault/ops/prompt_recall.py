@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from memvault.ops.memory import MemoryService
 
 STDIN_MAX_BYTES = 8 << 20  # a hook payload past this is not parsed at all: nothing injected
-UNITS = 3  # evidence units weighed and shown at most
+UNITS = 3  # evidence units the decision weighs
+BLOCK_UNITS = 6  # evidence units the block may show (the budget decides how many fit)
 DF_REFRESH_S = 600.0  # document frequencies are recounted at most this often, and when the index grew
 BACKGROUND_FROM = 10  # the vector list from this rank on is the prompt's background
 AGREE_DEPTH = 10  # both lists put a unit this high: they agree on it
@@ -117,19 +118,20 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
         c = s.candidate
         cos = c.cos if c.cos is not None else (float(c.vector @ qv) if c.vector is not None else 0.0)
         units.append((s, row, cos))
-        if len(units) == UNITS:
+        if len(units) == BLOCK_UNITS:
             break
     if not units:
         return PromptAnswer("", False, ["no recalled node can stand as evidence (only greetings, headings "
                                         "or turns of this session matched)"])
     df, docs = _document_frequencies(service)
     words = content_words(query)
-    shares = [coverage(words, str(row.get("fts_text") or row.get("text") or ""), df, docs) for _, row, _ in units]
-    best_cos = max(cos for _, _, cos in units)
+    weighed = units[:UNITS]
+    shares = [coverage(words, str(row.get("fts_text") or row.get("text") or ""), df, docs) for _, row, _ in weighed]
+    best_cos = max(cos for _, _, cos in weighed)
     agree = any((s.candidate.vector_rank or 999) <= AGREE_DEPTH and (s.candidate.fts_rank or 999) <= AGREE_DEPTH
-                for s, _, _ in units)
+                for s, _, _ in weighed)
     signals = Signals(tuple(words), shares[0][1], max(share for share, _ in shares), best_cos, background, agree,
-                      any(s.candidate.in_project for s, _, _ in units))
+                      any(s.candidate.in_project for s, _, _ in weighed))
     inject, reasons = decide(signals, params)
     if not inject:
         return PromptAnswer("", False, reasons, signals)

@@ -18,7 +18,7 @@ from memvault.markdown.tree import truncate
 from memvault.recall.block import HEADER, escape_frame_tags
 
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|~<>])")
-HIT_CHARS = 420  # the matching turn, cut to this
+HIT_CHARS = 360  # the matching turn, cut to this
 CONTEXT_CHARS = 140  # each neighbouring turn, cut to this
 PASSAGE_GAP = 2  # turns this close in one conversation are one passage
 
@@ -90,14 +90,21 @@ def _turn_line(row: Mapping[str, Any], hit: bool, room: int) -> str:
     return f"{mark} {date + ' ' if date else ''}{body}"
 
 
-def render_prompt_block(query: str, passages: Sequence[Passage], max_chars: int) -> str:
-    """The ``<memory-recall>`` block of ``passages`` (best first), at most ``max_chars`` long;
-    a passage that does not fit is left out, and its context turns go before its hits do."""
+def render_prompt_block(query: str, passages: Sequence[Passage], max_chars: int, context_for: int = 1) -> str:
+    """The ``<memory-recall>`` block of ``passages`` (best first), at most ``max_chars`` long.
+
+    The first ``context_for`` passages keep their neighbouring turns; later ones show only the
+    turns that matched (the budget holds more evidence that way: a second-best hit is more
+    often the answer than the best hit's neighbours are). A passage that does not fit is left
+    out, and its context turns go before its hits do."""
     head = ["<memory-recall>", HEADER, f"Query: {escape_frame_tags(truncate(' '.join(query.split()), 160))}", ""]
     tail = ["</memory-recall>"]
     used = sum(len(x) + 1 for x in head + tail)
     body: list[str] = []
-    for n, p in enumerate(passages, start=1):
+    for rank, p in enumerate(passages, start=1):
+        n = len([x for x in body if x.startswith("[") and " (cite: " in x]) + 1
+        if rank > context_for:
+            p = Passage(p.doc, p.title, p.cite, [r for r in p.rows if r["id"] in p.hits], p.hits)
         title = escape_frame_tags(" ".join(f"[{n}] {p.title} (cite: {p.cite})".split()))
         room = max_chars - used - len(title) - 2
         lines = _fit(p, room)

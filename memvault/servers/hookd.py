@@ -4,7 +4,7 @@ Started by the first hook that finds none (``memvault.hookd_client``); nobody st
 hand. It holds ``.memvault/hookd.lock`` for its whole life — a second daemon for the same home
 exits at once — and only then replaces whatever socket file is in its place (a stale one
 left by a killed daemon). It answers ``prompt-recall`` (the decision and the block),
-``index-brief`` and ``ping`` over a Unix socket that only its owner may open (folder 0700,
+``index-brief``, ``ping`` and ``stop`` over a Unix socket that only its owner may open (folder 0700,
 socket 0600, and the peer's uid checked where the system tells it), drains the capture spool
 with its warm embedder as `memvault serve` does, and exits after ``live.daemon_idle_s``
 without a request, or when its socket file is taken away or replaced.
@@ -59,6 +59,9 @@ class HookDaemon:
             cwd, session = request.get("cwd"), request.get("session_id")
             return self.shared.call(lambda s: prompt_block(s, prompt, cwd if isinstance(cwd, str) else None,
                                                            session if isinstance(session, str) else None))
+        if op == "stop":
+            self.stop.set()  # the accept loop sees it within its check interval
+            return {"pid": os.getpid(), "stopping": True}
         if op == "index-brief":
             from memvault.ops.agent_setup import index_brief
 

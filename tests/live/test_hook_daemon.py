@@ -101,11 +101,9 @@ def test_a_trivial_prompt_injects_nothing_and_starts_nothing(home: Path, prompt:
     assert not hookd_client.status(home)["running"]
 
 
-def test_a_contentless_turn_never_heads_the_block(home: Path, embedder) -> None:
+def _index_backup_chat(home: Path, embedder):
+    """A home whose index holds one conversation: greetings and "ok" around a real answer."""
     from memvault.markdown.tree import conversation_nodes
-    from memvault.ops.memory import MemoryService
-    from memvault.ops.prompt_recall import evaluate
-    from memvault.prompt_gate import GateParams
     from memvault.settings import load_settings
     from stores.nodes import NodeIndex
     from tasks.index import rows_for, write_index
@@ -118,7 +116,15 @@ def test_a_contentless_turn_never_heads_the_block(home: Path, embedder) -> None:
     msgs = [(f"t{i}", "user" if i % 2 == 0 else "assistant", t, when) for i, t in enumerate(turns)]
     tree = conversation_nodes("k1", "k1", "postgres backups", "2026-03-01 10:00", "claude-code", msgs)
     write_index(nodes, embedder, rows_for("conv:k1", "conversation", tree, settings.index.context_turns), [], settings.index)
-    service = MemoryService(settings, embedder)
+    return settings
+
+
+def test_a_contentless_turn_never_heads_the_block(home: Path, embedder) -> None:
+    from memvault.ops.memory import MemoryService
+    from memvault.ops.prompt_recall import evaluate
+    from memvault.prompt_gate import GateParams
+
+    service = MemoryService(_index_backup_chat(home, embedder), embedder)
     answer = evaluate(service, "hi, when does the postgres backup run at night?",
                       params=GateParams(min_evidence=0.0, min_cos=0.0))
     hits = [ln for ln in answer.block.splitlines() if ln.startswith("»")]
@@ -129,3 +135,32 @@ def test_a_contentless_turn_never_heads_the_block(home: Path, embedder) -> None:
     from memvault.ops.prompt_recall import session_doc
 
     assert session_doc("abc") != "conv:k1"
+
+
+CLIENT = """
+import json, sys
+sys.argv = ["memvault", "--home", sys.argv[1], sys.argv[2]]
+from memvault.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+HEAVY = ("numpy", "pydantic", "typer", "rich", "lancedb", "onnxruntime", "duckdb", "git", "memvault.settings")
+
+
+def test_hook_clients_import_nothing_heavy_when_the_daemon_answers(home: Path, embedder, monkeypatch) -> None:
+    _index_backup_chat(home, embedder)
+    monkeypatch.setenv("MEMVAULT_HOOKD", "on")
+    monkeypatch.setenv("MEMVAULT_LIVE__DAEMON_IDLE_S", "300")
+    assert hookd_client.ask(home, {"op": "ping"}) is not None  # started, warm
+    for command, stdin in (("prompt-recall", json.dumps({"prompt": "where do the postgres backups go?"})),
+                           ("index-brief", "")):
+        done = subprocess.run([sys.executable, "-c", CLIENT, str(home), command], input=stdin, capture_output=True,
+                              text=True, timeout=300, env=_env())
+        loaded = json.loads(done.stderr.strip().splitlines()[-1])
+        assert not [m for m in loaded if m.split(".")[0] in HEAVY or m in HEAVY], command
+        assert done.stdout.startswith("<memvault-index>" if command == "index-brief" else "<memory-recall>")
+    assert hookd_client.ask(home, {"op": "stop"}, start_daemon=False)["stopping"]
+    _wait(lambda: not hookd_client.held(home))

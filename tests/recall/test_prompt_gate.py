@@ -47,7 +47,7 @@ def test_coverage_weighs_rare_words() -> None:
 def test_decide_explains_with_numbers() -> None:
     s = Signals(("postgres", "backup"), 12.0, 0.8, 0.55, 0.2, True)
     inject, reasons = decide(s, GateParams())
-    assert inject and any("80%" in r for r in reasons) and any("= 0.910" in r and "≥ 0.520" in r for r in reasons)
+    assert inject and any("80%" in r for r in reasons) and any("= 0.870" in r and "≥ 0.550" in r for r in reasons)
     weak = Signals(("haiku", "autumn", "leaves"), 20.0, 0.1, 0.2, 0.15, False)
     assert decide(weak, GateParams())[0] is False
     assert decide(s, GateParams(min_margin=0.5))[0] is False  # the margin gates only when asked to
