@@ -115,6 +115,8 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
         text = str(row.get("text") or "")
         if structural(text) or contentless(text):
             continue
+        if any(_nested(row, other) for _, other, _ in units):
+            continue  # an article, its section and its paragraph say one thing once
         c = s.candidate
         cos = c.cos if c.cos is not None else (float(c.vector @ qv) if c.vector is not None else 0.0)
         units.append((s, row, cos))
@@ -145,6 +147,18 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
     block = render_prompt_block(query, merge(passages), max_chars or live.prompt_max_chars)
     service._log_access([row["id"] for _, row, _ in units])
     return PromptAnswer(block, bool(block), reasons, signals)
+
+
+def _nested(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """One node holds the other: the same document, one path a prefix of the other."""
+    if a.get("doc") != b.get("doc") or a.get("kind") == "message" or b.get("kind") == "message":
+        return False
+    pa, pb = str(a.get("path") or ""), str(b.get("path") or "")
+    if pa == pb or pa.startswith(pb + "/") or pb.startswith(pa + "/"):
+        return True
+    ta, tb = (" ".join(str(r.get("text") or "").split()) for r in (a, b))
+    short, long = sorted((ta, tb), key=len)
+    return bool(short) and short[:120] in long  # a lead paragraph is also its article's first text
 
 
 def prompt_block(service: "MemoryService", prompt: str, cwd: str | None = None,

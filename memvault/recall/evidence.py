@@ -88,7 +88,9 @@ def merge(passages: Sequence[Passage]) -> list[Passage]:
 
 def _turn_line(row: Mapping[str, Any], hit: bool, room: int) -> str:
     text = as_written(str(row.get("text") or ""))
-    date = day(row.get("created_at"))
+    # A turn's date is when it was said; an article node's is when it was indexed (its
+    # sections carry their own dates in their headings), so only turns show one.
+    date = day(row.get("created_at")) if row.get("kind") == "message" else ""
     mark = "»" if hit else " "
     body = truncate(text, min(room, HIT_CHARS if hit else CONTEXT_CHARS))
     return f"{mark} {date + ' ' if date else ''}{body}"
