@@ -107,7 +107,7 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
     vector_cos = sorted((c.cos for c in cands if c.vector_rank is not None and c.cos is not None), reverse=True)
     tail = vector_cos[BACKGROUND_FROM:] or vector_cos[-1:]
     background = sum(tail) / len(tail) if tail else 0.0
-    units = []
+    units: list[tuple[Any, dict[str, Any], float]] = []
     for s in scored:
         row = rows[s.id]
         if row.get("kind") in ("conversation", "exchange") or (own and row.get("doc") == own):
