@@ -19,7 +19,8 @@ Figures (medians of ``--reps`` runs, each a fresh process, as a hook runs):
   drainer), polled with the cold CLI.
 
 The threshold study prints the best cosine between prompt and hit for prompts about what the home knows and for
-prompts it knows nothing about (the bundled samples); ``live.prompt_threshold`` sits between.
+prompts it knows nothing about (the bundled samples) — the single threshold prompt-recall used before its
+calibrated decision (bench/prompt_precision.py measures that one).
 """
 
 import argparse

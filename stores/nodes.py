@@ -261,6 +261,12 @@ class NodeIndex(NodeWrites):
                 .limit(1_000_000).to_list())
         return {r["id"]: r["content_hash"] for r in rows}
 
+    def texts(self, kinds: Sequence[str] = ("message", "section", "paragraph")) -> list[str]:
+        """The text of every node of ``kinds`` (what prompt-recall counts document frequencies on)."""
+        where = "kind IN (" + ", ".join(quote(k) for k in kinds) + ")"
+        table = self.nodes.search().where(where).select(["text"]).limit(100_000_000).to_arrow()
+        return [t or "" for t in table.column("text").to_pylist()]
+
     def docs(self) -> dict[str, str]:
         """Every document key with its kind."""
         rows = self.nodes.search().where("kind IN ('article', 'conversation')").select(["doc", "doc_kind"]).limit(10_000_000).to_list()

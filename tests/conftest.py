@@ -23,6 +23,9 @@ os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
 os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Hooks run by tests answer in process: a hook daemon would outlive its test's home
+# (tests/live/test_hook_daemon.py turns it back on where it is the subject).
+os.environ["MEMVAULT_HOOKD"] = "off"
 
 from tests.helpers import SAMPLES, child_env, free_port, run_flow, stop  # noqa: E402
 from tests.tiny_model import build_tiny_llama  # noqa: E402

@@ -3,8 +3,8 @@
 `app.py` holds the Typer app; each module below registers the commands it is named for. They
 are imported here, after the app exists, so no module imports the package that imports it.
 
-When the process is the `memvault` command running one of the two agent hooks (`capture`,
-`prompt-recall`, with a hook's simple command line), Typer and the command modules are not
+When the process is the `memvault` command running one of the agent hooks (`capture`,
+`prompt-recall`, `index-brief`, with a hook's simple command line), Typer and the command modules are not
 imported at all and ``main`` runs the hook directly: a hook then starts in milliseconds
 (see ``memvault.cli.live_fast``). Every other use gets the Typer app.
 """

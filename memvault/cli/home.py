@@ -78,6 +78,10 @@ def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
             if nxt:
                 console.print(f"next run: {nxt.get('next_run') or 'none scheduled'}"
                               + (f" — {nxt['note']}" if nxt.get("note") else ""), highlight=False)
+            daemon = data.get("hook_daemon") or {}
+            console.print("hook daemon: " + (f"running (pid {daemon['pid']}, exits after {daemon['idle_exit_s']:.0f} s idle, "
+                                             f"{daemon['served']} requests served)" if daemon.get("running")
+                                             else "not running (the next agent hook starts it)"), highlight=False)
             if data.get("note"):
                 console.print(data["note"])
             for warning in data.get("warnings", []):

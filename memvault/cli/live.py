@@ -41,15 +41,30 @@ def capture(
 
 
 @app.command("prompt-recall", rich_help_panel=PANEL)
-def prompt_recall(ctx: typer.Context) -> None:
+def prompt_recall(
+    ctx: typer.Context,
+    explain: Annotated[str | None, typer.Option(
+        "--explain", metavar="PROMPT", help="Say why PROMPT would or would not get a block, then print the block.",
+        show_default=False)] = None,
+    cwd: Annotated[str | None, typer.Option("--cwd", metavar="DIR", help="With --explain: the directory the prompt is typed in.")] = None,
+) -> None:
     """Agent hook (UserPromptSubmit): print a <memory-recall> block for the prompt, or nothing.
 
-    The block appears only when a hit's cosine to the prompt clears `live.prompt_threshold`; it uses a
-    running `memvault serve` when there is one. Exits 0.
+    A block appears only when the memory holds evidence for the prompt (see docs/agents.md:
+    trivial prompts never; then coverage of the prompt's rare words, cosine over the prompt's
+    background, agreement of the two lists). The home's hook daemon answers (started by the
+    first hook). Exits 0. `--explain PROMPT` prints the decision in words and numbers.
 
     Example: echo '{"prompt": "how do we back up postgres?"}' | memvault prompt-recall
+
+    Example: memvault prompt-recall --explain "how do we back up postgres?"
     """
-    raise typer.Exit(run_prompt_recall(ctx.obj.get("home") and str(ctx.obj["home"])))
+    if explain is None:
+        raise typer.Exit(run_prompt_recall(ctx.obj.get("home") and str(ctx.obj["home"])))
+    from memvault.ops.prompt_recall import explain_prompt
+
+    with reporting(False):
+        console.print(escape(explain_prompt(home_settings(ctx).home, explain, cwd)), highlight=False)
 
 
 @app.command(rich_help_panel=PANEL)

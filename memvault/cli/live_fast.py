@@ -1,8 +1,9 @@
-"""The agent hooks' fast path: `capture` and `prompt-recall` without Typer.
+"""The agent hooks' fast path: `capture`, `prompt-recall` and `index-brief` without Typer.
 
 Typer, rich and the command modules cost more than the whole capture; a hook's command line
 is simple, so ``memvault.cli.main`` parses it here and falls back to Typer for anything else
-(help, unknown flags). Standard library and ``memvault.ops.capture`` / ``prompt_recall`` only.
+(help, unknown flags). Standard library and ``memvault.ops.capture`` / ``prompt_recall`` /
+``memvault.hookd_client`` only: the answers come from the home's hook daemon.
 """
 
 import sys
@@ -28,7 +29,7 @@ def run_prompt_recall(home: str | None) -> int:
     from memvault.ops.capture import resolve_home
     from memvault.ops.prompt_recall import prompt_recall
 
-    raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    raw = read_stdin()
     root = resolve_home(home)
     try:
         text, _how = prompt_recall(root, raw)
@@ -42,9 +43,35 @@ def run_prompt_recall(home: str | None) -> int:
     return 0
 
 
+def read_stdin(limit: int = 8 << 20) -> bytes:
+    """Up to ``limit`` + 1 bytes of stdin (so a longer payload is seen as too long, not parsed)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return b""
+    return sys.stdin.buffer.read(limit + 1)
+
+
+def run_index_brief(home: str | None) -> int:
+    """Print the article index block: from the hook daemon (started here, not waited for — this
+    call answers itself), else read from the vault in process."""
+    from memvault import hookd_client
+    from memvault.ops.capture import resolve_home
+
+    root = resolve_home(home)
+    answer = hookd_client.ask(root, {"op": "index-brief"}, wait=False)
+    if answer is not None and isinstance(answer.get("text"), str):
+        text = answer["text"]
+    else:
+        from memvault.ops.agent_setup import index_brief
+
+        text = index_brief(root)
+    sys.stdout.write(text + "\n")
+    return 0
+
+
 def parse_hook(argv: list[str]) -> tuple[str, str | None, str, str | None] | None:
     """``(command, home, source, payload)`` when ``argv`` (without the program name) is
-    ``[--home H] capture [--source K] [PAYLOAD]`` or ``[--home H] prompt-recall``; None for
+    ``[--home H] capture [--source K] [PAYLOAD]``, ``[--home H] prompt-recall`` or
+    ``[--home H] index-brief``; None for
     anything else (Typer handles it, help included)."""
     args = list(argv)
     home = None
@@ -52,8 +79,8 @@ def parse_hook(argv: list[str]) -> tuple[str, str | None, str, str | None] | Non
         home, args = args[1], args[2:]
     elif args and args[0].startswith("--home="):
         home, args = args[0].split("=", 1)[1], args[1:]
-    if args == ["prompt-recall"]:
-        return "prompt-recall", home, "", None
+    if args in (["prompt-recall"], ["index-brief"]):
+        return args[0], home, "", None
     if not args or args[0] != "capture":
         return None
     rest, source = args[1:], "claude-code"
@@ -74,4 +101,6 @@ def run_hook(argv: list[str]) -> int:
     parsed = parse_hook(argv[1:])
     assert parsed is not None
     command, home, source, payload = parsed
+    if command == "index-brief":
+        return run_index_brief(home)
     return run_prompt_recall(home) if command == "prompt-recall" else run_capture(home, source, payload)

@@ -17,12 +17,11 @@ Payloads understood:
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from memvault import spool
+from memvault import hookd_client, spool
 from memvault.files import owner_only_umask
 from memvault.hub_wire import hub_table
 
@@ -72,6 +71,8 @@ def spawn_drainer(home: Path) -> int | None:
 
 
 def _detached(home: Path, argv: list[str]) -> int:
+    import subprocess  # here, not at the top: prompt-recall's hook imports this module too
+
     log = open(home / ".memvault" / spool.LIVE_LOG, "a")  # the child inherits it; closed here after
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
@@ -98,6 +99,8 @@ def _start_drainer(home: Path, state: Path) -> str:
     serve = spool.serve_info(state)
     if serve and serve.get("drains"):
         return "serve"
+    if hookd_client.running(home):
+        return "daemon"  # the hook daemon drains the spool with its warm embedder
     if spool.drainer_running(state):
         return "running"
     spawn_drainer(home)

@@ -119,8 +119,8 @@ class MemoryService:
         scored, _ = score_head(cands, lookup, self.weights(cwd), datetime.now(timezone.utc), keep, query=query)
         return scored, rows
 
-    def _candidates(self, query: str, k: int, scope: Scope = Scope(), cwd: str | None = None
-                    ) -> tuple[list[Candidate], dict[str, dict[str, Any]], Callable[[list[str]], dict[str, Candidate]]]:
+    def _candidates(self, query: str, k: int, scope: Scope = Scope(), cwd: str | None = None,
+                    query_vector: np.ndarray | None = None) -> tuple[list[Candidate], dict[str, dict[str, Any]], Callable[[list[str]], dict[str, Candidate]]]:
         """Vector top-k ∪ full-text top-k, the rows read (grown by ``lookup``), and the lookup
         for the nodes that scoring lifts.
 
@@ -140,7 +140,7 @@ class MemoryService:
         # cores. A one-shot process's embedder (a CLI recall, a hook) lets its model go after
         # the query, so it embeds first: the index search then runs without the model's memory.
         nodes = self.nodes  # opened first: an index of another embedder may switch the embedder
-        embed = functools.cache(lambda: self.embedder.embed_one(query))
+        embed = functools.cache(lambda: query_vector if query_vector is not None else self.embedder.embed_one(query))
         if self.vectors and not getattr(self.embedder, "keep_session", True):
             embed()
         vector_hits, fts_hits = nodes.recall_search(embed if self.vectors else None, query, k, nprobes=ix.ann_nprobes,
@@ -196,6 +196,15 @@ class MemoryService:
             c.hop_rank = rank
             if c.cos is None and c.vector is not None and qv is not None:
                 c.cos = float(c.vector @ qv)
+
+    def scored_candidates(self, query: str, cwd: str | None = None
+                          ) -> tuple[list[Scored], dict[str, dict[str, Any]], list[Candidate], np.ndarray]:
+        """Every scored node, the rows read, the raw candidates (with their list ranks) and the
+        query vector: what prompt-recall weighs before it shapes a block of its own."""
+        qv = self.embedder.embed_one(_checked(query))
+        cands, rows, lookup = self._candidates(query, self.settings.recall.top_k, Scope(), cwd, qv)
+        scored, _ = score_head(cands, lookup, self.weights(cwd), datetime.now(timezone.utc), None, query=query)
+        return scored, rows, cands, qv
 
     def search(self, query: str, limit: int = 10, scope: Scope = Scope(), cwd: str | None = None) -> list[dict[str, Any]]:
         """Ids, titles, paths and scores of the best nodes — no bodies. ``scope`` filters,

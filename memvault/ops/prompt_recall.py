@@ -1,55 +1,167 @@
 """`memvault prompt-recall`: a UserPromptSubmit hook that injects memory only when it helps.
 
-For the prompt in the hook payload it recalls, and prints the ``<memory-recall>`` block only
-when the prompt is close in meaning to something recalled — the best cosine similarity between
-the prompt and a hit clears ``live.prompt_threshold`` — cut to ``live.prompt_max_tokens``;
-otherwise it prints nothing (an unrelated prompt costs the agent no context). It asks a
-running `memvault serve` over loopback when there is one (warm model: tens of milliseconds)
-and recalls in process otherwise. It never fails the agent: trouble goes to
-``.memvault/live.log`` and the hook prints nothing. The block it prints is stripped by ingest
-(``memvault.noise``) when the transcript comes back, like every block memvault injects.
+The hook path (``prompt_recall``) reads the hook JSON, cuts the prompt to a bounded query and
+drops a trivial prompt ("thanks", "ok", a slash command) before anything else, then asks the
+home's warm process — the hook daemon (``memvault.hookd_client``, started on first use) or a
+running `memvault serve` — and answers in process only when neither can. It never fails the
+agent: trouble is one line in ``.memvault/live.log`` (never the payload) and nothing printed.
+
+The decision (``evaluate``) weighs what recall found (``memvault.prompt_gate.decide``): how much
+of the prompt's information the best evidence unit holds, its cosine against the prompt's
+background, whether both lists agree; the turns of the session the prompt is typed in are
+left out. The block (``memvault.recall.evidence``) shows the matching turns with their dates.
+Standard library only at import: the heavy modules load inside ``evaluate``.
 """
 
 import json
-import urllib.parse
-import urllib.request
+import time
+import weakref
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from memvault import spool
+from memvault import hookd_client, spool
+from memvault.prompt_gate import (GateParams, Signals, bounded_query, content_words, coverage, decide, explain,
+                                  trivial_reason)
 
-CHARS_PER_TOKEN = 4  # a conservative English average; the budget is a bound, not a count
+if TYPE_CHECKING:
+    from memvault.ops.memory import MemoryService
+
+STDIN_MAX_BYTES = 8 << 20  # a hook payload past this is not parsed at all: nothing injected
+UNITS = 3  # evidence units the decision weighs
+BLOCK_UNITS = 6  # evidence units the block may show (the budget decides how many fit)
+DF_REFRESH_S = 600.0  # document frequencies are recounted at most this often, and when the index grew
+BACKGROUND_FROM = 10  # the vector list from this rank on is the prompt's background
+AGREE_DEPTH = 10  # both lists put a unit this high: they agree on it
+_DF: "weakref.WeakKeyDictionary[Any, tuple[float, int, dict[str, int], int]]" = weakref.WeakKeyDictionary()
 
 
-def prompt_block(service: Any, prompt: str, cwd: str | None = None) -> dict[str, Any]:
-    """``{"block", "best", "threshold", "hits"}`` for ``prompt`` on a MemoryService; ``block``
-    is empty when the best cosine of a hit (``best``) is below the threshold, or the prompt is empty.
+class PromptAnswer(NamedTuple):
+    """What the hook injects (``block``, empty for nothing) and why."""
 
-    Cosine, not the fused score: the fused score ranks the hits of one query against each
-    other (its full-text part is scaled by the query's best match), so every prompt's top hit
-    looks strong; how close the prompt is in meaning to a node is what says whether the
-    memory is about it at all.
-    """
+    block: str
+    injected: bool
+    reasons: list[str]
+    signals: Signals | None = None
+
+    def explain(self) -> str:
+        return explain(self.injected, self.reasons, len(self.block))
+
+    def as_dict(self) -> dict[str, Any]:
+        s = self.signals
+        return {"block": self.block, "injected": self.injected, "reasons": self.reasons,
+                "signals": None if s is None else {"words": list(s.words), "idf_mass": round(s.idf_mass, 3),
+                                                   "coverage": round(s.coverage, 3), "cos": round(s.cos, 4),
+                                                   "background": round(s.background, 4), "margin": round(s.margin, 4),
+                                                   "agree": s.agree, "in_project": s.in_project}}
+
+
+def gate_params(live: Any) -> GateParams:
+    """The decision's thresholds from the ``[live]`` settings."""
+    return GateParams(min_words=live.prompt_min_words, w_coverage=live.prompt_coverage_weight,
+                      min_evidence=live.prompt_min_evidence, min_cos=live.prompt_min_cos,
+                      min_margin=live.prompt_min_margin)
+
+
+def session_doc(session_id: str | None, source: str = "claude-code") -> str | None:
+    """The node-index document of the session a prompt is typed in (its own captured turns)."""
+    if not session_id:
+        return None
+    from memvault.ids import conv_ref, conversation_id
+
+    return conv_ref(conversation_id(source, session_id))
+
+
+def _document_frequencies(service: "MemoryService") -> tuple[dict[str, int], int]:
+    """Per content word, how many nodes of the home hold it, and how many nodes there are."""
+    now = time.monotonic()
+    cached = _DF.get(service)
+    if cached is not None and now - cached[0] < DF_REFRESH_S:
+        return cached[2], cached[3]
+    count = service.nodes.count()
+    if cached is not None and cached[1] == count:
+        _DF[service] = (now, count, cached[2], cached[3])
+        return cached[2], cached[3]
+    df: dict[str, int] = {}
+    texts = service.nodes.texts()
+    for text in texts:
+        for w in content_words(text):
+            df[w] = df.get(w, 0) + 1
+    _DF[service] = (now, count, df, len(texts))
+    return df, len(texts)
+
+
+def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, session_id: str | None = None,
+             params: GateParams | None = None, max_chars: int | None = None) -> PromptAnswer:
+    """Decide for ``prompt`` and shape its block (empty when nothing should be injected)."""
+    from memvault.prompt_gate import contentless, structural
+    from memvault.recall.evidence import merge, passage_for, render_prompt_block
+
     live = service.settings.live
-    if not prompt or not prompt.strip():
-        return {"block": "", "best": None, "threshold": live.prompt_threshold, "hits": 0}
-    result = service.recall(prompt, max_chars=max(live.prompt_max_tokens * CHARS_PER_TOKEN - 400, 400), cwd=cwd)
-    best = max((float(h["explain"].get("cos") or 0.0) for h in result["hits"]), default=None)
-    clears = best is not None and best >= live.prompt_threshold
-    return {"block": result["block"] if clears else "", "best": best, "threshold": live.prompt_threshold,
-            "hits": len(result["hits"])}
+    params = params or gate_params(live)
+    query = bounded_query(prompt)
+    reason = trivial_reason(query, params.min_words)
+    if reason:
+        return PromptAnswer("", False, [f"trivial prompt: {reason}"])
+    scored, rows, cands, qv = service.scored_candidates(query, cwd)
+    own = session_doc(session_id)
+    vector_cos = sorted((c.cos for c in cands if c.vector_rank is not None and c.cos is not None), reverse=True)
+    tail = vector_cos[BACKGROUND_FROM:] or vector_cos[-1:]
+    background = sum(tail) / len(tail) if tail else 0.0
+    units: list[tuple[Any, dict[str, Any], float]] = []
+    for s in scored:
+        row = rows[s.id]
+        if row.get("kind") in ("conversation", "exchange") or (own and row.get("doc") == own):
+            continue
+        text = str(row.get("text") or "")
+        if structural(text) or contentless(text):
+            continue
+        if any(_nested(row, other) for _, other, _ in units):
+            continue  # an article, its section and its paragraph say one thing once
+        c = s.candidate
+        cos = c.cos if c.cos is not None else (float(c.vector @ qv) if c.vector is not None else 0.0)
+        units.append((s, row, cos))
+        if len(units) == BLOCK_UNITS:
+            break
+    if not units:
+        return PromptAnswer("", False, ["no recalled node can stand as evidence (only greetings, headings "
+                                        "or turns of this session matched)"])
+    df, docs = _document_frequencies(service)
+    words = content_words(query)
+    weighed = units[:UNITS]
+    shares = [coverage(words, str(row.get("fts_text") or row.get("text") or ""), df, docs) for _, row, _ in weighed]
+    best_cos = max(cos for _, _, cos in weighed)
+    agree = any((s.candidate.vector_rank or 999) <= AGREE_DEPTH and (s.candidate.fts_rank or 999) <= AGREE_DEPTH
+                for s, _, _ in weighed)
+    signals = Signals(tuple(words), shares[0][1], max(share for share, _ in shares), best_cos, background, agree,
+                      any(s.candidate.in_project for s, _, _ in weighed))
+    inject, reasons = decide(signals, params)
+    if not inject:
+        return PromptAnswer("", False, reasons, signals)
+    passages = []
+    doc_rows: dict[str, list[dict[str, Any]]] = {}
+    for _, row, _ in units:
+        if row.get("kind") == "message" and row["doc"] not in doc_rows:
+            doc_rows[row["doc"]] = service.nodes.doc_nodes(row["doc"])
+        cite = row["path"].split("/")[1] if row["doc"].startswith("conv:") and "/" in row["path"] else f"[[{row['doc']}]]"
+        passages.append(passage_for(row, doc_rows.get(row["doc"], []), cite))
+    block = render_prompt_block(query, merge(passages), max_chars or live.prompt_max_chars)
+    service._log_access([row["id"] for _, row, _ in units])
+    return PromptAnswer(block, bool(block), reasons, signals)
 
 
-def _via_serve(info: dict[str, Any], prompt: str, cwd: str | None, timeout_s: float) -> dict[str, Any]:
-    query = urllib.parse.urlencode({"q": prompt, **({"cwd": cwd} if cwd else {})})
-    host = info.get("host") or "127.0.0.1"
-    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{int(info['port'])}/prompt-recall?{query}"
-    with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - loopback, our own server
-        answer: dict[str, Any] = json.loads(resp.read().decode("utf-8"))
-        return answer
+def _nested(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """One node holds the other: the same document, one path a prefix of the other."""
+    if a.get("doc") != b.get("doc") or a.get("kind") == "message" or b.get("kind") == "message":
+        return False
+    pa, pb = str(a.get("path") or ""), str(b.get("path") or "")
+    if pa == pb or pa.startswith(pb + "/") or pb.startswith(pa + "/"):
+        return True
+    ta, tb = (" ".join(str(r.get("text") or "").split()) for r in (a, b))
+    short, long = sorted((ta, tb), key=len)
+    return bool(short) and short[:120] in long  # a lead paragraph is also its article's first text
 
 
-def _via_hub(home: Path, prompt: str, cwd: str | None) -> tuple[str, str] | None:
+def _via_hub(home: Path, prompt: str, cwd: str | None, session: str | None) -> tuple[str, str] | None:
     """A hub client asks its hub (None for a home with its own memory); trouble is logged, never raised."""
     from memvault.hub_wire import HubError, hub_table
 
@@ -61,38 +173,68 @@ def _via_hub(home: Path, prompt: str, cwd: str | None) -> tuple[str, str] | None
     try:
         hub = client_hub(home)
         assert hub is not None
-        return str(hub.post("/v1/prompt-recall", {"prompt": prompt, "cwd": cwd}).get("block") or ""), "hub"
+        return str(hub.post("/v1/prompt-recall", {"prompt": prompt, "cwd": cwd, "session_id": session}).get("block") or ""), "hub"
     except (HubError, MemvaultError) as exc:
         spool.log_line(home / ".memvault", f"prompt-recall: {exc} — nothing injected")
         return "", "error"
 
 
-def prompt_recall(home: Path, raw: str, timeout_s: float | None = None) -> tuple[str, str]:
-    """What the hook prints for the payload ``raw``, and how it was answered
-    (``serve``, ``direct``, ``empty`` or ``error``); never raises."""
-    state = home / ".memvault"
+def prompt_block(service: "MemoryService", prompt: str, cwd: str | None = None,
+                 session_id: str | None = None) -> dict[str, Any]:
+    """``evaluate`` as JSON (what `memvault serve`'s ``/prompt-recall`` and the daemon answer)."""
+    return evaluate(service, prompt, cwd, session_id).as_dict()
+
+
+def read_payload(raw: str | bytes) -> tuple[str, str | None, str | None] | str:
+    """``(prompt, cwd, session_id)`` from hook JSON, or a reason (for the log) why there is none.
+    The reason never quotes the payload."""
+    if isinstance(raw, bytes):
+        if len(raw) > STDIN_MAX_BYTES:
+            return f"hook payload of {len(raw):,} bytes is over {STDIN_MAX_BYTES:,}"
+        raw = raw.decode("utf-8", errors="replace")
+    if not raw.strip():
+        return "empty hook payload"
     try:
-        payload = json.loads(raw) if raw.strip() else {}
-        if not isinstance(payload, dict):
-            raise ValueError("hook payload is not a JSON object")
-        prompt = payload.get("prompt")
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-        if not isinstance(prompt, str) or not prompt.strip():
-            return "", "empty"
+        payload = json.loads(raw)
     except ValueError as exc:
-        spool.log_line(state, f"prompt-recall: {exc} — nothing injected")
+        return f"hook payload is not JSON ({type(exc).__name__} at char {getattr(exc, 'pos', '?')})"
+    if not isinstance(payload, dict):
+        return f"hook payload is a JSON {type(payload).__name__}, not an object"
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str):
+        return "hook payload has no \"prompt\" string"
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    return bounded_query(prompt), cwd, session
+
+
+def prompt_recall(home: Path, raw: str | bytes, timeout_s: float | None = None) -> tuple[str, str]:
+    """What the hook prints for the payload ``raw``, and how it was answered (``trivial``,
+    ``daemon``, ``serve``, ``direct``, ``empty`` or ``error``); never raises."""
+    state = home / ".memvault"
+    parsed = read_payload(raw)
+    if isinstance(parsed, str):
+        spool.log_line(state, f"prompt-recall: {parsed} — nothing injected")
         return "", "error"
-    if (hub := _via_hub(home, prompt, cwd)) is not None:
+    prompt, cwd, session = parsed
+    if not prompt:
+        return "", "empty"
+    if trivial_reason(prompt) is not None:
+        return "", "trivial"
+    if (hub := _via_hub(home, prompt, cwd, session)) is not None:
         return hub
+    request = {"op": "prompt-recall", "prompt": prompt, "cwd": cwd, "session_id": session}
+    answer = hookd_client.ask(home, request)
+    if answer is not None:
+        return str(answer.get("block") or ""), "daemon"
     info = spool.serve_info(state) if state.is_dir() else None
     if info is not None:
         try:
-            # The server publishes its `live.prompt_timeout_s`: this path never loads settings.
             wait = timeout_s if timeout_s is not None else float(info.get("prompt_timeout_s") or 0.8)
             return _via_serve(info, prompt, cwd, wait).get("block") or "", "serve"
         except (OSError, ValueError) as exc:
-            spool.log_line(state, f"prompt-recall: `memvault serve` (pid {info.get('pid')}) did not answer ({exc}); "
-                                  "recalling in process")
+            spool.log_line(state, f"prompt-recall: `memvault serve` (pid {info.get('pid')}) did not answer "
+                                  f"({type(exc).__name__}); recalling in process")
     try:
         from memvault.errors import MemvaultError
         from memvault.ops.home import require_home
@@ -104,7 +246,37 @@ def prompt_recall(home: Path, raw: str, timeout_s: float | None = None) -> tuple
         from memvault.embeddings.select import query_embedder
 
         service = MemoryService(settings, query_embedder(settings))
-        return prompt_block(service, prompt, cwd)["block"], "direct"
+        return evaluate(service, prompt, cwd, session).block, "direct"
     except MemvaultError as exc:
         spool.log_line(state, f"prompt-recall: {exc} — nothing injected")
         return "", "error"
+
+
+def _via_serve(info: dict[str, Any], prompt: str, cwd: str | None, timeout_s: float) -> dict[str, Any]:
+    import urllib.parse
+    import urllib.request
+
+    query = urllib.parse.urlencode({"q": prompt, **({"cwd": cwd} if cwd else {})})
+    host = info.get("host") or "127.0.0.1"
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{int(info['port'])}/prompt-recall?{query}"
+    with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - loopback, our own server
+        answer: dict[str, Any] = json.loads(resp.read().decode("utf-8"))
+        return answer
+
+
+def explain_prompt(home: Path, prompt: str, cwd: str | None = None) -> str:
+    """The decision for ``prompt`` in words and numbers, then the block (or "(nothing)")."""
+    from memvault.prompt_gate import explain as say
+
+    reason = trivial_reason(bounded_query(prompt))
+    answer = None if reason else hookd_client.ask(home, {"op": "prompt-recall", "prompt": prompt, "cwd": cwd})
+    if answer is None and not reason:
+        from memvault.ops.memory import MemoryService
+        from memvault.settings import load_settings
+
+        answer = evaluate(MemoryService(load_settings(home)), prompt, cwd).as_dict()
+    if answer is None:
+        return say(False, [f"trivial prompt: {reason}"])
+    block = str(answer.get("block") or "")
+    text = say(bool(answer.get("injected")), [str(r) for r in answer.get("reasons") or []], len(block))
+    return f"{text}\n\n{block or '(nothing injected)'}"

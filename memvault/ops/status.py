@@ -58,6 +58,9 @@ def gather_status(settings: Settings) -> dict[str, Any]:
             f"the node index was built by `{index.model}`, but the settings name `{configured}`: recall answers from "
             "the old index (full text only unless its embedder is a bundled one) and `memvault run` leaves the index "
             "as it is — run `memvault reindex` to re-embed into a new index (the old one serves until it is done)")
+    from memvault import hookd_client
+
+    data["hook_daemon"] = hookd_client.status(settings.home)
     return data
 
 

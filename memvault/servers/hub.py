@@ -113,7 +113,7 @@ def hub_routes(shared: SharedService, write: bool) -> list[Route]:
         from memvault.ops.prompt_recall import prompt_block
 
         text = _field(body, "prompt", str, "")
-        return shared.call(lambda s: prompt_block(s, text, _field(body, "cwd", str)))
+        return shared.call(lambda s: prompt_block(s, text, _field(body, "cwd", str), _field(body, "session_id", str)))
 
     def status(body: Any) -> Any:
         from memvault.ops.hub_inbox import machines_summary

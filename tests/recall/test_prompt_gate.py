@@ -1,0 +1,74 @@
+"""The prompt gate and the prompt block's shape (pure): trivial prompts, evidence units, budget."""
+
+from datetime import datetime
+
+import pytest
+
+from memvault.prompt_gate import (GateParams, Signals, bounded_query, contentless, content_words, coverage, decide,
+                                  structural, trivial_reason)
+from memvault.recall.evidence import as_written, merge, passage_for, render_prompt_block
+
+
+@pytest.mark.parametrize("prompt", ["thanks!", "ok", "👍", "continue", "hi", "yes", "no", "/clear", "/model sonnet",
+                                    "go on", "sounds good", "Thank you so much!!", "ok do it", "  ", "?", "keep going"])
+def test_trivial_prompts_carry_nothing(prompt: str) -> None:
+    assert trivial_reason(prompt) is not None
+
+
+@pytest.mark.parametrize("prompt", ["When did Caroline go to the LGBTQ support group?",
+                                    "how do we back up postgres?", "what is Melanie's job"])
+def test_questions_with_content_are_not_trivial(prompt: str) -> None:
+    assert trivial_reason(prompt) is None
+
+
+def test_a_megabyte_prompt_is_cut_before_any_work() -> None:
+    query = bounded_query("backup " * 400_000)
+    assert len(query) <= 2_000 and query.startswith("backup backup")
+
+
+def test_contentless_turns_and_structure_are_no_evidence() -> None:
+    for text in ("user: hi", "assistant: ok", "Caroline: Thanks!", "[Request interrupted by user]", "user: 👍"):
+        assert contentless(text), text
+    assert not contentless("Caroline: I went to the LGBTQ support group yesterday")
+    assert structural("## References\n\n[^1]: `conv:1a2b3c4d` (2026-01-02, claude-code) — Backups")
+    assert structural("- [[Postgres_Backups]]\n- [[Tidepool]]")
+    assert structural("# Title\n## Section")
+    assert not structural("The nightly backup runs at 02:00 with pgBackRest, stanza main.")
+
+
+def test_coverage_weighs_rare_words() -> None:
+    df, docs = {"caroline": 50, "group": 40, "lgbtq": 3, "support": 30}, 1000
+    words = content_words("When did Caroline go to the LGBTQ support group?")
+    share, mass = coverage(words, "Caroline: the LGBTQ group was great", df, docs)
+    rare_missing, _ = coverage(words, "Caroline: the support group was great", df, docs)
+    assert mass > 0 and share > rare_missing
+
+
+def test_decide_explains_with_numbers() -> None:
+    s = Signals(("postgres", "backup"), 12.0, 0.8, 0.55, 0.2, True)
+    inject, reasons = decide(s, GateParams())
+    assert inject and any("80%" in r for r in reasons) and any("= 0.870" in r and "≥ 0.550" in r for r in reasons)
+    weak = Signals(("haiku", "autumn", "leaves"), 20.0, 0.1, 0.2, 0.15, False)
+    assert decide(weak, GateParams())[0] is False
+    assert decide(s, GateParams(min_margin=0.5))[0] is False  # the margin gates only when asked to
+
+
+def _turn(i: int, text: str) -> dict:
+    return {"id": f"m{i}", "doc": "conv:abc", "kind": "message", "ord": i, "path": f"/conv:abc/e1/m{i}",
+            "title": "t", "text": text, "created_at": datetime(2023, 5, 8, 13, 56)}
+
+
+def test_the_block_shows_the_turn_in_its_place_dated_as_written_within_budget() -> None:
+    doc = [{"id": "root", "doc": "conv:abc", "kind": "conversation", "ord": 0, "title": "Backups chat"}]
+    doc += [_turn(i, t) for i, t in enumerate(["user: hi", "user: where is the backup\\!", "assistant: on the NAS \\[disk 2\\]",
+                                               "user: ok", "user: and the stanza?", "assistant: main"], start=1)]
+    a = passage_for(doc[3], doc, "conv:abc")
+    b = passage_for(doc[5], doc, "conv:abc")
+    merged = merge([a, b])
+    assert len(merged) == 1 and merged[0].hits == {"m3", "m5"}
+    block = render_prompt_block("where is the backup", merged, 1_500)
+    assert len(block) <= 1_500
+    assert "» 2023-05-08 assistant: on the NAS [disk 2]" in block and "backup!" in block and "\\" not in block
+    tight = render_prompt_block("where is the backup", merged, 600)
+    assert len(tight) <= 600 and "on the NAS" in tight
+    assert as_written("a \\* b \\# c") == "a * b # c"
