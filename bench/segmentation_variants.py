@@ -14,6 +14,7 @@ bench/README.md comes from this script.
 import argparse
 import itertools
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -223,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--held", action="append", default=[], help="sets only reported")
     parser.add_argument("--cache", type=Path, help="folder of the public sets (bench/segmentation_sets.py)")
     parser.add_argument("--embed-cache", type=Path, help="pickle of embeddings by text hash (outside the repository)")
-    parser.add_argument("--only", help="run only the variants whose name contains this")
+    parser.add_argument("--only", help="run only the variants whose name this regular expression finds")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     embedder = cached_embedder(args.embed_cache)
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         embedder.save()
     results: dict[str, dict[str, Any]] = {}
     for vname, variant in variants().items():
-        if args.only and args.only not in vname:
+        if args.only and not re.search(args.only, vname):
             continue
         results[vname] = {name: evaluate(d, variant) for name, d in data.items()}
         r = results[vname]
