@@ -42,6 +42,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.segmentation_sets import SETS, load_set, read_any  # noqa: E402
+
 TOLERANCE = 1  # a boundary one message off still counts as found
 
 
@@ -139,12 +141,15 @@ def score(items: Sequence[tuple[Sequence[int], Sequence[int], int]]) -> dict[str
 
 def load(path: Path, split: str = "all") -> list[dict[str, Any]]:
     """The conversations of a labelled file; ``split`` `tune` keeps even positions, `held` odd ones."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    convs = data["conversations"]
+    return halves(read_any(path), split, str(path))
+
+
+def halves(convs: list[dict[str, Any]], split: str = "all", where: str = "") -> list[dict[str, Any]]:
+    """Check the starts of ``convs``; ``split`` `tune` keeps even positions, `held` odd ones."""
     for c in convs:
         bad = [s for s in c["starts"] if not 0 <= s < len(c["messages"])]
         if bad:
-            raise SystemExit(f"{path}: conversation {c['id']!r} has starts {bad} outside its {len(c['messages'])} messages")
+            raise SystemExit(f"{where}: conversation {c['id']!r} has starts {bad} outside its {len(c['messages'])} messages")
     if split == "tune":
         return convs[0::2]
     if split == "held":
@@ -237,7 +242,13 @@ class Segmenter:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="labelled conversations (JSON, schema above)")
+    parser.add_argument("--data", type=Path, action="append", default=[],
+                        help="a labelled file (memvault's schema, or TIAGE / unified / TADAM format); repeatable")
+    parser.add_argument("--set", action="append", default=[], dest="sets",
+                        help=f"a named set read from --cache: {', '.join(SETS)}; repeatable")
+    parser.add_argument("--cache", type=Path, help="folder of the public sets' repositories (bench/segmentation_sets.py)")
+    parser.add_argument("--embed-cache", type=Path,
+                        help="pickle of embeddings by text hash, kept outside the repository (re-runs embed nothing)")
     parser.add_argument("--engine", action="append",
                         help="none, fake, replay:PATH, mlx, openai or auto; repeatable (default none)")
     parser.add_argument("--replies", type=Path, help="fake engine: {conversation id: [raw reply, ...]}")
@@ -247,46 +258,70 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-replayed", action="store_true",
                         help="score only the conversations every replay:PATH engine has replies for")
     parser.add_argument("--per-conversation", action="store_true", help="also list each conversation's starts")
-    parser.add_argument("--json", action="store_true", help="print JSON only")
+    parser.add_argument("--json", action="store_true", help="print JSON only: {set: {engine: scores}}")
     args = parser.parse_args(argv)
+    if not args.data and not args.sets:
+        parser.error("name at least one --data FILE or --set NAME")
 
-    from memvault.embeddings.minilm import MiniLMEmbedder
     from memvault.settings import load_settings
 
-    convs = load(args.data, args.split)
+    sets = [(str(path), load(path, args.split)) for path in args.data]
+    sets += [(name, halves(load_set(name, args.cache), args.split, name)) for name in args.sets]
     for name in args.engine or []:
         if args.only_replayed and name.startswith("replay:"):
             recorded = replay_replies(name.split(":", 1)[1])
-            convs = [c for c in convs if c["id"] in recorded]
+            sets = [(label, [c for c in convs if c["id"] in recorded]) for label, convs in sets]
     replies = json.loads(args.replies.read_text(encoding="utf-8")) if args.replies else {}
+    embedder = cached_embedder(args.embed_cache)
+    out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(args.home or tmp)
-        embedder = MiniLMEmbedder()
-        out: dict[str, Any] = {}
-        for name in args.engine or ["none"]:
-            seg = Segmenter(name, settings, embedder, replies)
-            items, detail = [], []
-            for conv in convs:
-                predicted = seg.starts(conv)
-                items.append((conv["starts"], predicted, len(conv["messages"])))
-                detail.append({"id": conv["id"], "gold": conv["starts"], "predicted": predicted})
-            out[name] = score(items)
-            if seg.fallbacks:
-                out[name]["fallbacks"] = len(seg.fallbacks)
-                out[name]["fallback_reasons"] = [f["reason"].split(":")[0] for f in seg.fallbacks]
-            if args.per_conversation:
-                out[name]["conversations"] = detail
+        for label, convs in sets:
+            out[label] = {}
+            for name in args.engine or ["none"]:
+                out[label][name] = run_engine(Segmenter(name, settings, embedder, replies), convs, args.per_conversation)
+    if getattr(embedder, "computed", 0):  # nothing new: leave the file to any other run
+        embedder.save()
     if args.json:
         print(json.dumps(out))
         return 0
-    print(f"{len(convs)} conversations from {args.data} (split {args.split})")
-    for name, s in out.items():
-        print(f"{name}\n{'':8} P {s['precision']:.2f}  R {s['recall']:.2f}  F1 {s['f1']:.2f}  Pk {s['pk']:.3f}  "
-              f"WD {s['windowdiff']:.3f}  chunks {s['chunks']} (gold {s['gold_chunks']})"
-              + (f"  fallbacks {s['fallbacks']}" if "fallbacks" in s else ""))
-        for d in s.get("conversations", []):
-            print(f"   {d['id']}: gold {d['gold']} predicted {d['predicted']}")
+    for label, by_engine in out.items():
+        print(f"{label} (split {args.split})")
+        for name, s in by_engine.items():
+            print(f"{name:>8}: {s['conversations_scored']} conversations  P {s['precision']:.2f}  R {s['recall']:.2f}  "
+                  f"F1 {s['f1']:.2f}  Pk {s['pk']:.3f}  WD {s['windowdiff']:.3f}  chunks {s['chunks']} (gold {s['gold_chunks']})"
+                  + (f"  fallbacks {s['fallbacks']}" if "fallbacks" in s else ""))
+            for d in s.get("conversations", []):
+                print(f"   {d['id']}: gold {d['gold']} predicted {d['predicted']}")
     return 0
+
+
+def cached_embedder(path: Path | None) -> Any:
+    """The real MiniLM embedder; with ``path``, vectors are kept by text hash across runs."""
+    if path is None:
+        from memvault.embeddings.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    sys.path.insert(0, str(ROOT / "bench"))
+    from recall_quality import CachedEmbedder
+
+    return CachedEmbedder(path)
+
+
+def run_engine(seg: "Segmenter", convs: list[dict[str, Any]], per_conversation: bool) -> dict[str, Any]:
+    """One engine's pooled scores over ``convs`` (and each conversation's starts if asked)."""
+    items, detail = [], []
+    for conv in convs:
+        predicted = seg.starts(conv)
+        items.append((conv["starts"], predicted, len(conv["messages"])))
+        detail.append({"id": conv["id"], "gold": conv["starts"], "predicted": predicted})
+    result: dict[str, Any] = {**score(items), "conversations_scored": len(convs)}
+    if seg.fallbacks:
+        result["fallbacks"] = len(seg.fallbacks)
+        result["fallback_reasons"] = [f["reason"].split(":")[0] for f in seg.fallbacks]
+    if per_conversation:
+        result["conversations"] = detail
+    return result
 
 
 if __name__ == "__main__":

@@ -73,11 +73,11 @@ class ChunkSettings(Section):
     """Splitting conversations into topic chunks."""
 
     boundary_similarity: float = Field(
-        default=0.20, ge=0, le=1,
-        description="No-model path: cut between exchanges whose embedding cosine falls below this",
+        default=0.40, ge=0, le=1,
+        description="No-model path: cut between exchanges whose embedding cosine falls below this at a local minimum",
     )
     boundary_depth: float = Field(
-        default=0.30, ge=0, le=2,
+        default=0.10, ge=0, le=2,
         description="No-model path: also cut where the cosine dips this far below the peaks on both sides (TextTiling depth)",
     )
     max_chunk_chars: int = Field(default=12_000, ge=1, description="A chunk never grows past this many characters")

@@ -32,7 +32,7 @@ from memvault.prompts import Prompt, load_prompt
 from memvault.settings import ChunkSettings
 from stores.rows import ConversationRow, MessageRow
 from tasks.chunk_model import ChunkReply, RepairError, repair, reply_tokens, show, windows
-from tasks.chunk_segment import boundaries, exchange_vectors, segment
+from tasks.chunk_segment import boundaries, segment
 from tasks.context import ModelStageResult, StageContext
 from tasks.text import EMBED_CHARS, label
 
@@ -87,8 +87,7 @@ def plan_chunks(messages: list[MessageRow], embedder: Embedder, settings: ChunkS
     groups = exchanges(messages)
     if not groups:
         return []
-    full = embedder.embed([render(g)[:EMBED_CHARS] for g in groups])
-    vectors = exchange_vectors(full, embedder.embed([strip_noise(g[0].text)[:EMBED_CHARS] for g in groups]))
+    vectors = embedder.embed([render(g)[:EMBED_CHARS] for g in groups])
     cuts = boundaries(vectors, [g[0].text if g[0].role == "user" else "" for g in groups],
                       settings.boundary_similarity, settings.boundary_depth)
     ranges = segment(vectors, [len(render(g)) for g in groups], cuts, settings.max_chunk_chars)

@@ -73,7 +73,7 @@ def test_replay_engine_scores_a_recorded_model_on_the_conversations_it_answered(
     engine = f"replay:{fixture}"
     assert main(["--data", str(DEV_SET), "--engine", "none", "--engine", engine, "--only-replayed",
                  "--per-conversation", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = json.loads(capsys.readouterr().out)[str(DEV_SET)]
     none, replay = out["none"], out[engine]
     assert [c["id"] for c in none["conversations"]] == [c["id"] for c in replay["conversations"]] == \
         [c["id"] for c in load(DEV_SET) if c["id"] in recorded]
@@ -82,3 +82,76 @@ def test_replay_engine_scores_a_recorded_model_on_the_conversations_it_answered(
     assert len(replay.get("fallback_reasons", [])) == fell_back <= len(recorded)
     if fell_back == len(recorded):  # every conversation fell back: the no-model segmentation, exactly
         assert replay["conversations"] == none["conversations"]
+
+
+# --- the public sets' readers, on fixtures written here in each set's format -----------------
+
+from bench.segmentation_sets import load_set, read_any, read_tadam, read_tiage, read_unified  # noqa: E402
+
+
+def test_tiage_reader_marks_the_utterances_labelled_1(tmp_path: Path) -> None:
+    path = tmp_path / "anno_dev.json"
+    path.write_text(json.dumps({"7": [["hi there", "-1"], ["hello , i like dogs", "0"], ["do you cook ?", "1"],
+                                      ["yes , pasta mostly", "0"], ["i work nights at a bakery", "1"]]}))
+    [conv] = read_tiage(path)
+    assert conv["id"] == "tiage-7" and conv["starts"] == [2, 4]
+    assert [m["role"] for m in conv["messages"]] == ["user", "assistant", "user", "assistant", "user"]
+    assert conv["messages"][3]["text"] == "yes , pasta mostly"
+    assert read_any(path) == [conv]
+
+
+def test_unified_reader_turns_segment_lengths_into_starts_and_splits(tmp_path: Path) -> None:
+    path = tmp_path / "dialseg_711.json"
+    dialogues = [{"dial_id": n, "utterances": ["a", "b", "c", "d", "e"], "segments": [2, 3], "set": "test"}
+                 for n in range(4)] + [{"dial_id": 9, "utterances": ["x", "y"], "segments": [1, 1], "set": "dev"}]
+    path.write_text(json.dumps(dialogues))
+    everything = read_unified(path)
+    assert [c["starts"] for c in everything] == [[2]] * 4 + [[1]]
+    assert [c["id"] for c in read_unified(path, "dev")] == ["dialseg_711-9"]
+    # Every 3rd test dialogue moves to dev (0 and 3), the rest stay test.
+    assert [c["id"] for c in read_unified(path, "dev", "d", dev_every=3)] == ["d-0", "d-3", "d-9"]
+    assert [c["id"] for c in read_unified(path, "test", "d", dev_every=3)] == ["d-1", "d-2"]
+    assert read_any(path) == everything
+
+
+def test_unified_reader_names_a_dialogue_whose_segments_do_not_add_up(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([{"dial_id": 3, "utterances": ["a", "b"], "segments": [1, 2], "set": "test"}]))
+    with pytest.raises(ValueError, match=r"bad.json: dialogue 3 has segments summing to 3 for 2 utterances"):
+        read_unified(path)
+
+
+def test_tadam_reader_starts_a_topic_where_the_number_changes(tmp_path: Path) -> None:
+    path = tmp_path / "en_dataset_reference_2.txt"
+    path.write_text("call_id_0\n0 book a table for two\n0 which night?\n1 and a taxi to the station\n1 done\n"
+                    "call_id_1\n0 weather in leeds\n0 rain\n0 ok\n2 remind me to call mum\n")
+    convs = read_tadam(path)
+    assert [(c["id"], c["starts"], len(c["messages"])) for c in convs] == [("dialseg711-0", [2], 4), ("dialseg711-1", [3], 4)]
+    assert convs[0]["messages"][2] == {"role": "user", "text": "and a taxi to the station"}
+    assert read_any(path) == convs
+    path.write_text("call_id_0\n0 fine\nnot a numbered line\n")
+    with pytest.raises(ValueError, match=r"en_dataset_reference_2.txt:3: expected"):
+        read_tadam(path)
+
+
+def test_named_sets_say_what_is_missing_and_the_dev_file_splits_into_ours_and_synthetic(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="tiage.*is missing; clone"):
+        load_set("tiage:dev", tmp_path)
+    with pytest.raises(SystemExit, match="unknown set"):
+        load_set("nothing-like-this", tmp_path)
+    ours, synthetic = load_set("ours", tmp_path), load_set("synthetic", tmp_path)
+    assert ours and synthetic and len(ours) + len(synthetic) == len(load(DEV_SET))
+    assert not any(c["id"].startswith("synthetic-") for c in ours)
+
+
+def test_main_scores_each_set_on_its_own(tmp_path: Path, capsys) -> None:
+    from bench.chunk_quality import main
+
+    path = tmp_path / "anno_test.json"
+    path.write_text(json.dumps({"1": [["i love hiking in the alps every summer", "-1"], ["the alps are great for hiking", "0"],
+                                      ["my favourite food is sushi", "1"], ["sushi with salmon is the best", "0"]]}))
+    assert main(["--data", str(path), "--set", "ours", "--embed-cache", str(tmp_path / "emb.pkl"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out) == [str(path), "ours"]
+    assert out[str(path)]["none"]["gold_chunks"] == 2 and out[str(path)]["none"]["conversations_scored"] == 1
+    assert (tmp_path / "emb.pkl").is_file()  # embeddings kept for the next run

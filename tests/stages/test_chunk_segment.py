@@ -1,11 +1,17 @@
 """No-model topic segmentation (tasks.chunk_segment, tasks.chunk.plan_chunks)."""
 
+import json
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from memvault.settings import ChunkSettings
 from stores.rows import MessageRow
 from tasks.chunk import plan_chunks
-from tasks.chunk_segment import boundaries, depth_scores, segment, shift_cue
+from tasks.chunk_segment import boundaries, depth_scores, gap_similarities, segment, shift_cue
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "segmentation"
 
 # Two topics in one domain (git), no phrase announcing the change: the old neighbour-cosine
 # rule (cut below 0.25) saw 0.28 at the change and kept one chunk.
@@ -69,6 +75,38 @@ def test_boundaries_cut_deep_valleys_and_announced_shifts() -> None:
     assert boundaries(close, ["q", "q", "q", "q"], floor=0.2, depth=2.0) == set()
     assert boundaries(close, ["q", "q", "Unrelated: how do I boil an egg?", "q"], floor=0.2, depth=2.0) == {2}
     assert boundaries(_vectors([a, a]), ["q", "Another question: the same thing again?"], floor=0.2, depth=2.0) == set()
+
+
+def test_a_valley_above_the_floor_and_too_shallow_is_not_cut() -> None:
+    # One topic drifting slowly: every gap is similar and no valley is deep, so no cut. With
+    # the floor above every similarity, the one valley (the middle gap: the wide blocks see
+    # most change there) is cut, and only it: a gap that is no valley is never cut.
+    drift = _vectors([[1, 0.1 * i, 0] for i in range(6)])
+    sims = gap_similarities(drift)
+    assert min(sims) > 0.9 and int(np.argmin(sims)) == 2
+    assert boundaries(drift, ["q"] * 6, floor=0.4, depth=0.1) == set()
+    assert boundaries(drift, ["q"] * 6, floor=1.0, depth=0.1) == {3}
+
+
+def test_gap_similarity_blends_the_neighbours_with_three_exchanges_each_side() -> None:
+    a, b = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
+    # A B A A A A: the gap before the odd exchange B has neighbour cosine 0 and block cosine
+    # between [A] and [B, A, A] (mean direction (2, 1)/√5 · (1, 0) = 2/√5), so the mean of both.
+    sims = gap_similarities(_vectors([a, b, a, a, a, a]))
+    assert sims[0] == pytest.approx((0.0 + 2 / np.sqrt(5)) / 2, abs=1e-5)
+    # One odd exchange inside a topic is a valley but shallow next to a real change of topic.
+    assert boundaries(_vectors([a, a, a, b, b, b]), ["q"] * 6, floor=0.4, depth=0.1) == {3}
+
+
+def test_a_real_annotated_dialogue_is_cut_within_one_message_of_its_gold(embedder) -> None:
+    # TIAGE dev dialogue 6 (PersonaChat, human topic-shift labels; MIT, see the fixture's
+    # licence): turtles and cats → the speaker's age → money and hats. Gold starts 6 and 9.
+    [conv] = json.loads((FIXTURES / "tiage_dev_6.json").read_text(encoding="utf-8"))["conversations"]
+    rows = [MessageRow(native_id=f"m{i}", parent_native_id=None, seq=i, role=m["role"], kind="text", text=m["text"],
+                       timestamp=None, low_value=False) for i, m in enumerate(conv["messages"])]
+    starts = [int(msgs[0].native_id[1:]) for msgs, _ in plan_chunks(rows, embedder, ChunkSettings())[1:]]
+    assert conv["starts"] == [6, 9]
+    assert len(starts) == 2 and all(abs(p - g) <= 1 for p, g in zip(starts, conv["starts"])), starts
 
 
 def test_shift_cues() -> None:
