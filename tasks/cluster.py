@@ -191,7 +191,7 @@ def run_cluster(ctx: StageContext) -> ClusterResult:
         if stopped:
             assigned = 0
         else:
-            assigned, _, stopped = assign_by_centroid(run, answers.fallback_chunks)
+            assigned, _, stopped = assign_by_centroid(run, answers.fallback_chunks, singles=False)
         left = len(ledger.unassigned_chunks())
         result = ClusterResult(chunks=len(pending), model=answers.placed, proposed=answers.proposed,
                                fallbacks=answers.fallbacks, fallback=len(answers.fallbacks), unasked=answers.unasked,

@@ -173,13 +173,14 @@ def flush_bucket_pages(ctx: StageContext) -> int:
     return added
 
 
-def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, str | None]:
+def assign_by_centroid(run: ClusterPass, pending: Pending, singles: bool = True) -> tuple[int, int, str | None]:
     """The no-model path over `pending`; returns (assigned, still waiting, why it stopped).
 
     Long because it is one crash-safe sequence: nearest bucket per chunk (a transaction each),
     then the leftovers grouped into new buckets and re-matched in one more transaction.
     Low-content leftovers take no part in grouping (counted in ``run.low_content``) but may
-    join a bucket afterwards.
+    join a bucket afterwards. With ``singles`` (the no-model path; the model path proposes its
+    own buckets), a leftover with no partner and `cluster.single_chunk_words` words founds one.
     """
     ctx, ledger, settings = run.ctx, run.ledger, run.ctx.settings.cluster
     leftovers: Pending = []
@@ -199,7 +200,7 @@ def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, st
     thin = [c for c in leftovers if is_low_content(infos_all[c[0]].text)]
     run.low_content += len(thin)
     founders = [c for c in leftovers if not is_low_content(infos_all[c[0]].text)]
-    if not founders:  # (the thin ones already tried every bucket above)
+    if not founders or (not singles and len(founders) < settings.min_support):  # (thin ones tried every bucket)
         return len(pending) - len(leftovers), len(leftovers), None
     leftovers = founders + thin  # founders first: group indices below refer to them
     vecs = np.stack([v for _, v in founders])
@@ -217,7 +218,7 @@ def assign_by_centroid(run: ClusterPass, pending: Pending) -> tuple[int, int, st
         groups = agglomerate(vecs, settings.group_similarity, penalty) if len(founders) > 1 else [[0]]
         for group in groups:
             # A chunk with no partner founds a topic alone when it says enough (#25 item 9).
-            alone = len(group) == 1 and settings.single_chunk_words > 0 and \
+            alone = singles and len(group) == 1 and settings.single_chunk_words > 0 and \
                 discussion_words(texts[group[0]]) >= settings.single_chunk_words
             if len(group) < settings.min_support and not alone:
                 continue

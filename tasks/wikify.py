@@ -11,6 +11,7 @@ article (`clean_articles`).
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from prefect import task
@@ -19,6 +20,7 @@ from prefect.cache_policies import NONE
 from memvault.markdown.cleanup import clean_article
 from memvault.markdown.gate import new_problems
 from memvault.markdown.names import article_title
+from memvault.markdown.related import add_see_also, related_articles
 from memvault.markdown.wikilinks import known_from_texts
 from stores.vault import Vault
 from tasks.context import StageContext, StageResult
@@ -67,11 +69,30 @@ def clean_text(text: str, title: str, link_targets: Mapping[str, str] | None = N
     return (text, reasons) if reasons else (new, [])
 
 
+def link_related(files: dict[str, tuple[Path, str]], todo: list[str]) -> tuple[dict[str, tuple[Path, str]], list[str]]:
+    """``files`` with See also links between related articles (memvault.markdown.related) added
+    to ``todo`` and to their partners, which join the articles to clean."""
+    related = related_articles({stem: text for stem, (_, text) in files.items()})
+    out = dict(files)
+    more = set(todo)
+    for stem in todo:
+        for other in related.get(stem, []):
+            for a, b in ((stem, other), (other, stem)):
+                path, text = out[a]
+                new = add_see_also(text, [b])
+                if new != text:
+                    out[a] = (path, new)
+                    more.add(a)
+    return out, sorted(more)
+
+
 def clean_articles(vault: Vault, stems: list[str] | None = None, trust_h1: bool = False) -> CleanupPass:
-    """Clean ``stems`` (default: every article); links resolve against the whole vault."""
+    """Clean ``stems`` (default: every article) after linking them to related articles; links
+    resolve against the whole vault."""
     files = vault.read_articles()
     link_targets, _ = known_from_texts({stem: text for stem, (_, text) in files.items()})
     todo = sorted(files) if stems is None else sorted(s for s in stems if s in files)
+    files, todo = link_related(files, todo)
     result = CleanupPass(articles=len(todo))
     for stem in todo:
         path, text = files[stem]

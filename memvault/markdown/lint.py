@@ -2,7 +2,10 @@
 
 Rules: footnote-bijection, dangling-link, missing-title, multiple-h1, missing-lead,
 missing-references, unclosed-fence, bad-front-matter, oversize, bad-filename, and (across
-the vault) duplicate-title. Fixable findings are those `clean_article` + `renumber` repair.
+the vault) duplicate-title; the wiki's quality rules of memvault.markdown.lint_wiki
+(filler-title, filler-heading, needless-escape, agent-noise, lead-count, mixed-script,
+no-links). Fixable findings are those `clean_article` + `renumber` repair, and those
+`fix_escapes_and_lead` and See also linking repair.
 """
 
 import re
@@ -16,6 +19,9 @@ from memvault.markdown.gate import word_count
 from memvault.markdown.names import names_file, stem_to_title, title_to_stem
 from memvault.markdown.scan import Doc
 from memvault.markdown.cleanup import clean_article
+from memvault.markdown.conversation_page import FOLDER
+from memvault.markdown.lint_wiki import wiki_findings
+from memvault.markdown.related import related_articles
 from memvault.markdown.wikilinks import aliases_of, build_known, find_links, known_from_texts, link_key
 
 DEFAULT_MAX_WORDS = 3000
@@ -97,13 +103,29 @@ def lint_article(
     all_stems: set[str],
     known: Mapping[str, str] | None = None,
     max_words: int = DEFAULT_MAX_WORDS,
+    pages: set[str] | None = None,
+    related: list[str] | None = None,
 ) -> list[Finding]:
     """Findings for one article. ``known`` maps spelling keys (aliases too) to stems;
-    without it, only the stems' own spellings resolve."""
+    without it, only the stems' own spellings resolve. ``pages`` are the conversation pages
+    citations may link to (`Conversations/conv-…`); None leaves those links unchecked.
+    ``related`` are the articles this one could link to (memvault.markdown.related): with
+    some, an article that links to none is reported (no-links)."""
     doc = Doc(text)
-    resolvable = set(known or build_known(all_stems))
+    targets = dict(known or build_known(all_stems))
+    resolvable = set(targets)
     out = _footnotes(path_rel, text) + _structure(path_rel, text, doc)
+    self_key = link_key(PurePosixPath(path_rel).stem)
+    links_out = 0
     for target, _, line in find_links(text):
+        if target.startswith(FOLDER + "/"):
+            if pages is not None and target not in pages:
+                out.append(Finding(file=path_rel, line=line, rule="dangling-link",
+                                   message=f"[[{target}]] points at no conversation page; run `memvault run` "
+                                           "to write it", fixable=False))
+            continue
+        stem = targets.get(link_key(target))
+        links_out += stem is not None and link_key(stem) != self_key
         if link_key(target) not in resolvable:
             out.append(Finding(file=path_rel, line=line, rule="dangling-link",
                                message=f"[[{target}]] points at no article", fixable=False))
@@ -111,6 +133,9 @@ def lint_article(
         aliases_of(text)
     except ValueError as exc:
         out.append(Finding(file=path_rel, line=1, rule="bad-front-matter", message=str(exc), fixable=False))
+    wiki_findings(text, lambda line, rule, message, fixable: out.append(
+        Finding(file=path_rel, line=line, rule=rule, message=message, fixable=fixable)),
+        links_out if related else None)
     words = word_count(text)
     if words > max_words:
         out.append(Finding(file=path_rel, line=1, rule="oversize",
@@ -119,15 +144,18 @@ def lint_article(
     return sorted(out, key=lambda f: (f.line, f.rule))
 
 
-def lint_vault(files: dict[str, str], max_words: int = DEFAULT_MAX_WORDS) -> list[Finding]:
-    """Findings for a set of articles (path relative to the vault → text), plus duplicate titles."""
+def lint_vault(files: dict[str, str], max_words: int = DEFAULT_MAX_WORDS,
+               pages: set[str] | None = None) -> list[Finding]:
+    """Findings for a set of articles (path relative to the vault → text), plus duplicate titles;
+    ``pages``: see `lint_article`."""
     stems = {PurePosixPath(p).stem for p in files}
     # Broken front matter is reported per article as bad-front-matter.
     known, _ = known_from_texts({PurePosixPath(p).stem: t for p, t in files.items()})
+    partners = related_articles({PurePosixPath(p).stem: t for p, t in files.items()})
     out: list[Finding] = []
     titles: dict[str, list[tuple[str, int, str]]] = {}
     for path in sorted(files):
-        out += lint_article(path, files[path], stems, known, max_words)
+        out += lint_article(path, files[path], stems, known, max_words, pages, partners[PurePosixPath(path).stem])
         doc = Doc(files[path])
         h1 = next((h for h in doc.headings() if h.level == 1), None)
         title = h1.text if h1 else stem_to_title(PurePosixPath(path).stem)

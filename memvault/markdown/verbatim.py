@@ -108,7 +108,8 @@ def _pieces(text: str) -> list[tuple[bool, str]]:
     """``text`` as (is code span, piece) in order."""
     out, last = [], 0
     for m in _CODE.finditer(text):
-        if m.start() and text[m.start() - 1] == "\\" and not text[:m.start()].endswith("\\\\"):
+        slashes = len(text[:m.start()]) - len(text[:m.start()].rstrip("\\"))
+        if slashes % 2:
             continue  # "\`x`" is an escaped backtick, not a code span: escaped with the rest
         out.append((False, text[last:m.start()]))
         out.append((True, m.group()))

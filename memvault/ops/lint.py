@@ -2,7 +2,8 @@
 
 Findings come from `memvault.markdown.lint` (per article and across the vault) plus the
 vault's conventions: articles are `articles/<Stem>.md` files, UTF-8, with no folders or
-other files beside them. `--fix` runs normalize, wikify and normalize again over the whole
+other files beside them. `--fix` removes needless escapes and refreshes no-model leads, then runs normalize, wikify
+(which adds See also links to related articles) and normalize again over the whole
 vault (the same code as the nightly stages) and commits the result once; what is left
 afterwards — dangling links, names that need a person's choice — is reported.
 """
@@ -11,7 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from memvault.markdown.conversation_page import FOLDER
 from memvault.markdown.lint import DEFAULT_MAX_WORDS, Finding, lint_vault
+from memvault.markdown.lint_wiki import fix_escapes_and_lead
 from memvault.ops.session import writing
 from memvault.settings import Settings
 from stores.vault import Vault
@@ -54,7 +57,8 @@ def scan_articles(home: Path) -> tuple[dict[str, str], list[Finding]]:
 def lint_home(home: Path, max_words: int = DEFAULT_MAX_WORDS) -> list[Finding]:
     """Every finding of the vault at ``home``, sorted by file, line and rule."""
     texts, findings = scan_articles(home)
-    findings += lint_vault(texts, max_words)
+    pages = {f"{FOLDER}/{p.stem}" for p in (home / FOLDER).glob("*.md")} if (home / FOLDER).is_dir() else set()
+    findings += lint_vault(texts, max_words, pages)
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule, f.message))
 
 
@@ -101,6 +105,9 @@ def _fix(vault: Vault, max_words: int) -> FixReport:
     report = FixReport(run_id="lint-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
     report.before = lint_home(home, max_words)
     before = _snapshot(home)
+    # Escapes the source did not have and no-model leads whose counts drifted (lint_wiki).
+    for path, text in vault.read_articles().values():
+        vault.write(path, fix_escapes_and_lead(text))
     first = normalize_vault(vault, report.run_id)
     # A person's H1 is kept as written: a mismatch with the file name is theirs to settle.
     cleaned = clean_articles(vault, trust_h1=True)

@@ -23,12 +23,14 @@ def _front(text: str) -> dict:
 
 
 def _obsidian_names(home: Path) -> dict[str, str]:
-    """What Obsidian resolves a link by: every Markdown file's name, and every alias."""
+    """What Obsidian resolves a link by: every Markdown file's name, its path in the vault
+    (`Conversations/conv-1a2b3c4d`, as citations link), and every alias."""
     names: dict[str, str] = {}
     for page in sorted(home.rglob("*.md")):
         if ".memvault" in page.parts or ".obsidian" in page.parts:
             continue
         names[page.stem.casefold()] = page.stem
+        names[page.relative_to(home).with_suffix("").as_posix().casefold()] = page.stem
         text = page.read_text(encoding="utf-8")
         if text.startswith("---\n"):
             for alias in _front(text).get("aliases") or []:
