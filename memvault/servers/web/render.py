@@ -1,6 +1,7 @@
 """Articles as safe HTML for the web page: markdown-it-py with raw HTML off, plus three
 inline forms the vault uses — footnote markers `[^3]`, wikilinks `[[Page|shown]]` and
-citations `` `conv:1a2b3c4d` `` — rendered as links the page can follow.
+citations (`[[Conversations/conv-1a2b3c4d#m12|conv:1a2b3c4d]]`, or `` `conv:1a2b3c4d` `` in older
+articles) — rendered as links the page can follow.
 
 Article text is partly model output built from untrusted conversations, so nothing in it
 becomes markup: raw HTML is escaped (``html`` off), link targets go through markdown-it's
@@ -23,6 +24,8 @@ from markdown_it.utils import EnvType, OptionsDict
 from memvault.markdown.scan import DEF_RE, split_front_matter
 
 CITATION_RE = re.compile(r"conv:([0-9a-f]{4,64})")
+# A citation as the vault writes it: `[[Conversations/conv-1a2b3c4d#m12|conv:1a2b3c4d]]`.
+CONVERSATION_PAGE_RE = re.compile(r"Conversations/conv-([0-9a-f]{4,64})")
 _MARKER_RE = re.compile(r"\[\^([^\]\s]+)\]")
 _WIKILINK_RE = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
 _SEP_RE = re.compile(r"\\?\|")  # `|`, or `\|` inside a table cell
@@ -110,6 +113,10 @@ def _wikilink_renderer(resolve: Resolver) -> Callable[..., str]:
         target, shown = (inner[: sep.start()], inner[sep.end():]) if sep else (inner, "")
         page = target.partition("#")[0].strip()
         text = (shown or target).strip() or page
+        cited = CONVERSATION_PAGE_RE.fullmatch(page)
+        if cited:  # a citation: the vault's page of the cited passages; the web page opens the conversation
+            return (f'<a class="cite" href="#/c/{cited.group(1)}" title="open the cited conversation">'
+                    f"<code>{escapeHtml(text)}</code></a>")
         stem = resolve(page) if page else None
         if stem is None:
             return f'<span class="wikilink missing" title="no such article yet">{escapeHtml(text)}</span>'
