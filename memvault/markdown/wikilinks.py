@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from memvault.markdown import frontmatter
+from memvault.markdown.conversation_page import FOLDER
 from memvault.markdown.scan import Doc, code_spans, outside_code
 
 # `[[page#anchor|display]]`, optionally an embed `![[…]]`; `\|` is the table-cell escape.
@@ -103,6 +104,9 @@ def _render(link: Link, canonical: str) -> str:
     return f"{link.embed}[[{canonical}{link.anchor}|{link.page}]]"
 
 
+CONVERSATIONS_FOLDER = FOLDER + "/"
+
+
 def canonicalize(text: str, known: Mapping[str, str]) -> tuple[str, list[str]]:
     """Rewrite links to canonical stems; return the new text and the dangling targets."""
     doc = Doc(text)
@@ -121,6 +125,8 @@ def canonicalize(text: str, known: Mapping[str, str]) -> tuple[str, list[str]]:
             line = line[: link.start] + _render(link, canonical) + line[link.end :]
         lines[i] = line
     for link in iter_links(doc):
+        if link.page.startswith(CONVERSATIONS_FOLDER):
+            continue  # a citation's page of cited passages, not an article (lint checks it exists)
         if link.page not in canonical_names and link_key(link.page) not in known and link.page not in dangling:
             dangling.append(link.page)
     return doc.front + "\n".join(lines), dangling

@@ -77,3 +77,14 @@ def test_canonicalize_keeps_link_count_and_resolves_all_known(text):
     assert len(find_links(out)) == len(find_links(text))
     for target, _, _ in find_links(out):
         assert target in KNOWN.values() or target in dangling
+
+
+def test_a_citation_of_a_conversation_page_is_neither_rewritten_nor_wanted() -> None:
+    # Citations link to the vault's pages of cited passages; they are no article, and
+    # normalize must not list them on Meta/Wanted_Articles.md as missing ones.
+    text = ("# Topic Name\n\nA fact.[^1]\n\n## References\n\n"
+            "[^1]: [[Conversations/conv-08468284#m0|conv:08468284]] (2026-09-14, claude-code) — a chat\n"
+            "See [[Missing Page]].\n")
+    out, dangling = canonicalize(text, build_known(["Topic_Name"]))
+    assert out == text
+    assert dangling == ["Missing Page"]
