@@ -17,14 +17,26 @@ PANEL = "Agents"
 def mcp(ctx: typer.Context) -> None:
     """Serve the memory as MCP tools over stdio (read-only unless `mcp.allow_write`), for Claude Code and other clients.
 
+    On a hub client (a `[hub]` table in memvault.toml) the tools answer from the hub.
+
     Example: memvault --home ~/memvault mcp
     """
-    from memvault.servers import open_service
     from memvault.servers.mcp import run_stdio
 
     # stdout is the protocol channel: errors go to stderr (`reporting` prints there).
     with reporting(False):
-        run_stdio(open_service(ctx.obj.get("home")))
+        settings = home_settings(ctx)
+        if settings.hub.url:  # a hub client keeps no index: the hub answers
+            from memvault.ops.hub_remote import HubMemory, hub_of
+            from memvault.servers.mcp import HubDoor
+
+            hub = hub_of(settings)
+            assert hub is not None
+            run_stdio(HubDoor(HubMemory(settings, hub)))
+            return
+        from memvault.servers import open_service
+
+        run_stdio(open_service(settings.home))
 
 
 @app.command(rich_help_panel=PANEL)

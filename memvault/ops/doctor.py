@@ -227,9 +227,42 @@ def check_schedule(settings: Settings) -> list[Check]:
     return out
 
 
+def opencode_plugin(opencode_dir: Path) -> Path | None:
+    """memvault's plugin file in OpenCode's config folder, if any.
+
+    OpenCode's loader globs ``{plugin,plugins}/*.{ts,js}`` under its config folder, so either
+    folder counts; agent-setup writes ``plugin/``.
+    """
+    from memvault.ops.opencode_plugin import PLUGIN_NAME
+
+    return next((p for p in (opencode_dir / d / PLUGIN_NAME for d in ("plugin", "plugins")) if p.is_file()), None)
+
+
+def check_opencode_plugin(opencode_dir: Path) -> list[Check]:
+    """With memvault's MCP entry in opencode.json, its plugin must be there and name a working
+    executable (the plugin is what captures OpenCode's sessions)."""
+    if not isinstance((_json(opencode_dir / "opencode.json").get("mcp") or {}).get("memvault"), dict):
+        return []
+    plugin = opencode_plugin(opencode_dir)
+    if plugin is None:
+        return [Check("agents", "opencode plugin", "fail", f"no memvault.js in {opencode_dir / 'plugin'}: "
+                      "OpenCode sessions are not captured", "memvault agent-setup opencode --apply")]
+    exe = ""
+    for line in plugin.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("const MEMVAULT ="):
+            try:
+                exe = str(json.loads(line.split("=", 1)[1].strip().rstrip(";")))
+            except ValueError:
+                pass  # an edited plugin: reported below as naming no executable
+            break
+    # The plugin runs `memvault capture` and `prompt-recall`: its executable is checked as a capture hook's.
+    return [check_command("opencode", f"plugin ({plugin.parent.name}/)", [exe, "capture"], 60.0)]
+
+
 def diagnose(settings: Settings, claude_dir: Path, codex_dir: Path, opencode_dir: Path) -> list[Check]:
     """Every check, in report order."""
     checks = [check_command(*found) for found in registered_commands(claude_dir, codex_dir, opencode_dir)]
+    checks += check_opencode_plugin(opencode_dir)
     if not checks:
         checks.append(Check("agents", "registered", "warn", "no agent has memvault's hooks or MCP server",
                             "memvault agent-setup claude-code|codex|opencode --apply"))

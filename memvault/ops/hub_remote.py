@@ -4,6 +4,9 @@ A home whose settings have ``hub.url`` keeps no memory of its own to search: the
 send their question to the hub's ``/v1/`` routes and print its answer as they print a local
 one. A note made while the hub cannot be reached is spooled (``hub-note``) and sent by the
 next `memvault drain` or capture.
+
+`HubMemory` is the same for the MCP server: it answers the calls the server makes on a
+`MemoryService` (recall, search, timeline, get, the article tools) from the hub's routes.
 """
 
 import os
@@ -14,6 +17,7 @@ from memvault import spool
 from memvault.errors import ConfigError
 from memvault.hub_push import Hub
 from memvault.hub_wire import HubError
+from memvault.recall.scope import Scope
 from memvault.settings import Settings
 
 
@@ -44,12 +48,8 @@ def recall(hub: Hub, query: str, max_nodes: int | None = None, max_chars: int | 
 def search(hub: Hub, query: str, limit: int = 10, project: str | None = None, source: str | None = None,
            since: str | None = None, until: str | None = None) -> list[dict[str, Any]]:
     """The hub's search hits for ``query``."""
-    answer = hub.post("/v1/search", {"query": query, "limit": limit, "cwd": os.getcwd(),
-                                     **_scope(project, source, since, until)})
-    hits = answer.get("hits")
-    if not isinstance(hits, list):
-        raise HubError(f"the hub answered a search without hits ({str(answer)[:80]})", True)
-    return hits
+    return _listed(hub.post("/v1/search", {"query": query, "limit": limit, "cwd": os.getcwd(),
+                                           **_scope(project, source, since, until)}), "hits")
 
 
 def note(hub: Hub, home: Path, text: str, title: str | None = None, project: str | None = None) -> dict[str, Any]:
@@ -62,3 +62,63 @@ def note(hub: Hub, home: Path, text: str, title: str | None = None, project: str
         spool.append(home / ".memvault", {"op": "hub-note", "text": text, "title": title, "project": project})
         spool.log_line(home / ".memvault", f"note: {exc}; spooled for the hub (`memvault drain` sends it)")
         return {"queued": True, "cite": None, "note": f"the hub is unreachable; spooled ({exc})"}
+
+
+class HubMemory:
+    """A client home's memory, read from its hub: `MemoryService`'s read methods, same results.
+
+    Each method posts to the hub's ``/v1/`` route that makes the same call on the hub's own
+    service, so the MCP server shapes a hub answer exactly as a local one. A hub error
+    (``HubError``: unreachable, 401, 404 for an unknown article) carries the hub's message.
+    """
+
+    def __init__(self, settings: Settings, hub: Hub) -> None:
+        self.settings, self.hub = settings, hub
+
+    def recall(self, query: str, max_nodes: int | None = None, max_chars: int | None = None,
+               scope: Scope = Scope(), cwd: str | None = None) -> dict[str, Any]:
+        return self.hub.post("/v1/recall", {"query": query, "max_nodes": max_nodes, "max_chars": max_chars,
+                                            "cwd": cwd, **_scope_fields(scope)})
+
+    def search(self, query: str, limit: int = 10, scope: Scope = Scope(), cwd: str | None = None) -> list[dict[str, Any]]:
+        return _listed(self.hub.post("/v1/search", {"query": query, "limit": limit, "cwd": cwd,
+                                                    **_scope_fields(scope)}), "hits")
+
+    def timeline(self, node_id: str, before: int = 3, after: int = 3) -> list[dict[str, Any]]:
+        return _listed(self.hub.post("/v1/timeline", {"id": node_id, "before": before, "after": after}), "nodes")
+
+    def get(self, ids: list[str]) -> list[dict[str, Any]]:
+        return _listed(self.hub.post("/v1/get", {"ids": ids}), "nodes")
+
+    def list_articles(self) -> list[dict[str, Any]]:
+        return _listed(self.hub.get("/v1/articles"), "articles")
+
+    def read_article(self, name: str) -> dict[str, Any]:
+        return self.hub.post("/v1/article", {"title": name})
+
+    def read_section(self, name: str, section: str) -> dict[str, Any]:
+        return self.hub.post("/v1/article-section", {"title": name, "section": section})
+
+    def article_toc(self, name: str) -> list[dict[str, Any]]:
+        return _listed(self.hub.post("/v1/article-toc", {"title": name}), "sections")
+
+    def article_links(self, name: str) -> dict[str, Any]:
+        return self.hub.post("/v1/article-links", {"title": name})
+
+    def note(self, text: str, title: str | None = None, project: str | None = None) -> dict[str, Any]:
+        """A note stored on the hub (spooled here when it cannot be reached)."""
+        return note(self.hub, self.settings.home, text, title=title, project=project)
+
+
+def _scope_fields(scope: Scope) -> dict[str, Any]:
+    # ISO times: the hub's `Scope.of` reads them back as the same bounds (a whole-day --until included).
+    return {"project": scope.project, "source": scope.source,
+            "since": scope.since.isoformat() if scope.since else None,
+            "until": scope.until.isoformat() if scope.until else None}
+
+
+def _listed(answer: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    rows = answer.get(key)
+    if not isinstance(rows, list):
+        raise HubError(f"the hub answered without {key} ({str(answer)[:80]}) — is it an older memvault?", True)
+    return rows

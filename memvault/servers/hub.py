@@ -2,7 +2,9 @@
 
 `memvault serve --token-file FILE` makes a machine the hub of a person's memory: the laptops
 and agents send their transcripts (`POST /v1/capture`) and notes (`POST /v1/note`) and ask
-it (`POST /v1/recall`, `/v1/search`, `/v1/prompt-recall`, `GET /v1/status`). The hub stays
+it (`POST /v1/recall`, `/v1/search`, `/v1/prompt-recall`, `GET /v1/status`, and for a client's MCP server
+`/v1/timeline`, `/v1/get`, `GET /v1/articles`, `/v1/article`, `/v1/article-section`,
+`/v1/article-toc`, `/v1/article-links`). The hub stays
 the single writer of its home: a capture only stores bytes and spools the file
 (`memvault.ops.hub_inbox`); the server's live drainer ingests and indexes it. The write routes
 exist only when the server has a token.
@@ -130,12 +132,44 @@ def hub_routes(shared: SharedService, write: bool) -> list[Route]:
         return {"block": shared.call(lambda s: index_brief(s.settings.home))}
 
     routes = [route("/v1/recall", "POST", recall), route("/v1/search", "POST", search),
-              route("/v1/index-brief", "GET", brief),
+              *reader_routes(shared, route), route("/v1/index-brief", "GET", brief),
               route("/v1/prompt-recall", "POST", prompt), route("/v1/status", "GET", status)]
     if write:
         routes += [route("/v1/capture", "POST", lambda body: capture(shared, body), limit=cap),
                    route("/v1/note", "POST", lambda body: note(shared, body))]
     return routes
+
+
+def reader_routes(shared: SharedService, route: Callable[..., Route]) -> list[Route]:
+    """The MCP server's digging tools for a client (`timeline`, `get`, the article tools): the
+    same `MemoryService` calls the local server makes, their results as they come."""
+
+    def title(body: Any) -> str:
+        return str(_field(body, "title", str, required=True))
+
+    def around(body: Any) -> Any:
+        node, before, after = _field(body, "id", str, required=True), _field(body, "before", int, 3), _field(body, "after", int, 3)
+        if not (0 <= before <= 50 and 0 <= after <= 50):
+            raise UsageError("fields before and after must be 0..50")
+        return {"nodes": shared.call(lambda s: s.timeline(node, before, after))}
+
+    def get(body: Any) -> Any:
+        ids = _field(body, "ids", list, required=True)
+        if not ids or len(ids) > 100 or not all(isinstance(i, str) for i in ids):
+            raise UsageError("field ids must be a list of 1..100 node ids (strings)")
+        # The vector is the index's business, not an agent's (the local MCP tool drops it too).
+        return {"nodes": [{k: v for k, v in r.items() if k != "vector"} for r in shared.call(lambda s: s.get(ids))]}
+
+    def section(body: Any) -> Any:
+        name, part = title(body), _field(body, "section", str, required=True)
+        return shared.call(lambda s: s.read_section(name, part))
+
+    return [route("/v1/timeline", "POST", around), route("/v1/get", "POST", get),
+            route("/v1/articles", "GET", lambda body: {"articles": shared.call(lambda s: s.list_articles())}),
+            route("/v1/article", "POST", lambda body: shared.call(lambda s: s.read_article(title(body)))),
+            route("/v1/article-section", "POST", section),
+            route("/v1/article-toc", "POST", lambda body: {"sections": shared.call(lambda s: s.article_toc(title(body)))}),
+            route("/v1/article-links", "POST", lambda body: shared.call(lambda s: s.article_links(title(body))))]
 
 
 def capture(shared: SharedService, body: Any) -> dict[str, Any]:

@@ -7,12 +7,16 @@ result as structured content, described by its output schema, for clients that r
 (Claude Code records only the text blocks in its transcripts). Articles are resources too
 (``memvault://articles`` and the template ``memvault://articles/{title}``).
 
+On a hub client (a home with a ``[hub]`` table) the same tools answer from the hub: the server
+runs over a `HubDoor`, whose `HubMemory` makes each call on the hub's ``/v1/`` routes, and
+``remember`` stores its note there (`POST /v1/note`).
+
 The one write tool, ``remember``, is listed always but refuses unless the setting
 ``mcp.allow_write`` is on (`memvault agent-setup … --allow-write` turns it on for one client).
 """
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -22,9 +26,52 @@ from pydantic import BaseModel, Field
 from memvault import __version__
 from memvault.errors import MemvaultError
 from memvault.ops.agent_setup import render_index
+from memvault.ops.hub_remote import HubMemory
 from memvault.ops.memory import MemoryService
 from memvault.recall.scope import Scope
-from memvault.servers import SharedService, wrap_for_agent
+from memvault.servers import wrap_for_agent
+from memvault.settings import Settings
+
+T = TypeVar("T")
+
+
+class Memory(Protocol):
+    """What the tools call: `MemoryService` on a home with an index, `HubMemory` on a client."""
+
+    @property
+    def settings(self) -> Settings: ...
+    def recall(self, query: str, *, max_nodes: int | None = None, max_chars: int | None = None,
+               scope: Scope = ..., cwd: str | None = None) -> dict[str, Any]: ...
+    def search(self, query: str, limit: int = 10, scope: Scope = ..., cwd: str | None = None) -> list[dict[str, Any]]: ...
+    def timeline(self, node_id: str, before: int = 3, after: int = 3) -> list[dict[str, Any]]: ...
+    def get(self, ids: list[str]) -> list[dict[str, Any]]: ...
+    def list_articles(self) -> list[dict[str, Any]]: ...
+    def read_article(self, name: str) -> dict[str, Any]: ...
+    def read_section(self, name: str, section: str) -> dict[str, Any]: ...
+    def article_toc(self, name: str) -> list[dict[str, Any]]: ...
+    def article_links(self, name: str) -> dict[str, Any]: ...
+
+
+class Door(Protocol):
+    """How the server reaches its memory: `SharedService` locally, `HubDoor` on a client."""
+
+    @property
+    def service(self) -> Memory: ...
+    def call(self, fn: Callable[[Memory], T]) -> T: ...
+    def call_ledger(self, fn: Callable[[Memory], T], embeds: bool = False) -> T: ...
+
+
+class HubDoor:
+    """A client's door: every call goes to the hub (which serializes its own), so no locks here."""
+
+    def __init__(self, memory: HubMemory) -> None:
+        self.service = memory
+
+    def call(self, fn: Callable[[Memory], T]) -> T:
+        return fn(self.service)
+
+    def call_ledger(self, fn: Callable[[Memory], T], embeds: bool = False) -> T:
+        return fn(self.service)
 
 INSTRUCTIONS = """\
 memvault is the user's long-term memory: a wiki of articles distilled from their past \
@@ -121,7 +168,7 @@ def _hit(h: dict[str, Any]) -> Hit:
     return Hit(**{k: h.get(k) for k in Hit.model_fields})
 
 
-def _run(shared: SharedService, fn: Callable[[MemoryService], Any], writes: bool = False) -> Any:
+def _run(shared: Door, fn: Callable[[Memory], Any], writes: bool = False) -> Any:
     """``fn`` on the service (``writes``: it stores and indexes, so a ledger call, which reads do not wait for)."""
     try:
         return shared.call_ledger(fn, embeds=True) if writes else shared.call(fn)
@@ -130,7 +177,7 @@ def _run(shared: SharedService, fn: Callable[[MemoryService], Any], writes: bool
         raise ToolError(str(exc)) from exc
 
 
-def build_server(shared: SharedService) -> MCPServer:
+def build_server(shared: Door) -> MCPServer:
     """The MCP server with memvault's read-only tools and the article-list resource."""
     # WARNING, not the SDK's INFO: its root logger printed every request, and every anticipated
     # ToolError (no such article) as a multi-line block, into the client's server log.
@@ -230,13 +277,18 @@ def build_server(shared: SharedService) -> MCPServer:
                             "(memvault.toml [mcp] allow_write = true, or `memvault agent-setup "
                             "claude-code --allow-write`) — tell the user what you wanted to remember")
 
-        def store(s: MemoryService) -> dict[str, Any]:
+        def store(s: Memory) -> dict[str, Any]:
+            if isinstance(s, HubMemory):  # a client: the hub stores and indexes it
+                return s.note(text, title=title, project=project)
+            assert isinstance(s, MemoryService)
             # The server's warm embedder: a note is indexed in milliseconds, not a model load.
             return add_note(s.settings, text, title=title, project=project, author="assistant", embedder=s.embedder)
 
         r = _run(shared, store, writes=True)
         said = (f"remembered as {r['cite']}" if not r["queued"] else f"queued as {r['cite']} ({r['note']})")
-        return _result(wrap_for_agent("remember", said), RememberOut(id=r["id"], cite=r["cite"], queued=r["queued"]))
+        # A note spooled for an unreachable hub has no id or cite yet: empty, and queued says so.
+        return _result(wrap_for_agent("remember", said),
+                       RememberOut(id=r.get("id") or "", cite=r.get("cite") or "", queued=bool(r["queued"])))
 
     @server.resource("memvault://articles", name="articles", title="Articles of the user's memory",
                      description="Titles of every article in the memory wiki, marked as memvault's index.",
@@ -261,6 +313,6 @@ def build_server(shared: SharedService) -> MCPServer:
     return server
 
 
-def run_stdio(shared: SharedService) -> None:
+def run_stdio(shared: Door) -> None:
     """Serve over stdin/stdout until the client closes the pipe (stdout is the protocol channel)."""
     build_server(shared).run("stdio")

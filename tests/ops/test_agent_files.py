@@ -171,6 +171,29 @@ def test_doctor_reports_each_item_and_fails_on_a_broken_hook(home: Path, tmp_pat
     assert stop["state"] == "fail" and stop["fix"] == "memvault agent-setup codex --apply"
 
 
+def test_doctor_finds_the_opencode_plugin_in_either_folder(home: Path, tmp_path: Path) -> None:
+    # OpenCode's loader globs {plugin,plugins}/*.{ts,js}: agent-setup writes plugin/, a user may move it.
+    oc = tmp_path / "opencode"
+    assert setup(home, "opencode", "--opencode-dir", str(oc), "--apply").exit_code == 0
+    args = ["--home", str(home), "doctor", "--json", "--claude-dir", str(tmp_path / "none"), "--codex-dir",
+            str(tmp_path / "none"), "--opencode-dir", str(oc)]
+
+    def items() -> dict[str, dict[str, str]]:
+        return {c["item"]: c for c in json.loads(runner.invoke(app, args).output)["checks"] if c["area"] == "agents"}
+
+    assert items()["opencode plugin (plugin/)"]["state"] == "ok"
+    assert items()["opencode MCP server"]["state"] == "ok"
+    (oc / "plugins").mkdir()
+    (oc / "plugin" / "memvault.js").rename(oc / "plugins" / "memvault.js")
+    assert items()["opencode plugin (plugins/)"]["state"] == "ok"
+    moved = (oc / "plugins" / "memvault.js").read_text().replace(json.dumps(MEMVAULT), json.dumps("/gone/memvault"))
+    (oc / "plugins" / "memvault.js").write_text(moved)
+    assert items()["opencode plugin (plugins/)"]["state"] == "fail"
+    (oc / "plugins" / "memvault.js").unlink()
+    missing = items()["opencode plugin"]
+    assert missing["state"] == "fail" and missing["fix"] == "memvault agent-setup opencode --apply"
+
+
 def test_hub_table_written_and_plain_http_refused(tmp_path: Path) -> None:
     laptop = tmp_path / "laptop"  # a client home needs no vault: agent-setup creates what it needs
     token = tmp_path / "hub.token"
