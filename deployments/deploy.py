@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import ConfigError, MemvaultError
+from memvault.ops.deployment_files import deployment_specs, install_root, work_pool_name
 from memvault.ops.schedule import nightly_cron, schedule_timezone
 from memvault.settings import Settings
-
-from deployments import deployment_specs, install_root, work_pool_name
 
 
 def api_url() -> str:
