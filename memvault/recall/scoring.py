@@ -233,6 +233,69 @@ def _max_prior(w: ScoringWeights, q: _Query) -> float:
             + (max(w.w_date, 0.0) if q.period else 0.0) + (max(w.w_when, 0.0) if q.when else 0.0))
 
 
+Lifts = dict[str, tuple[float, str, str]]  # id -> (best propagation, from which hit, how)
+
+
+def _lifts(hits: dict[str, Candidate], bases: Mapping[str, dict[str, float | str | None]],
+           w: ScoringWeights) -> Lifts:
+    """What each hit passes one hop on: to its parent, similar nodes, children, siblings and reply."""
+    lifted: Lifts = {}
+
+    def offer(target: str | None, value: float, source: str, via: str) -> None:
+        if target and target != source and value > lifted.get(target, (0.0, "", ""))[0]:
+            lifted[target] = (value, source, via)
+
+    for cid, c in hits.items():
+        base = float(bases[cid]["base"] or 0.0)
+        offer(c.parent, base * w.parent_damping, cid, "parent")
+        for neighbour, sim in c.similar:
+            offer(neighbour, base * w.neighbour_damping * max(sim, 0.0), cid, "similar")
+        for child in c.children:
+            offer(child, base * w.child_damping, cid, "child")
+        for sibling in c.siblings:
+            offer(sibling, base * w.sibling_damping, cid, "sibling")
+        offer(c.reply, base * _reply_share(c, w), cid, "reply")
+        if w.prompt_damping and c.reply in hits:
+            # The turn before a hit, when it is a hit too: the question its answer was asked by.
+            offer(cid, float(bases[c.reply]["base"] or 0.0) * w.prompt_damping, c.reply, "prompt")
+    return lifted
+
+
+def _reachable(missing: list[str], lifted: Lifts, floors: list[float], keep: int,
+               prior: float, bonus: float) -> list[str]:
+    """The lifted nodes that may still enter the first ``keep``: their propagation plus the
+    largest possible ``prior`` and ``bonus`` reaches the ``keep``-th best hit's floor."""
+    bar = sorted(floors, reverse=True)[keep - 1] - prior - bonus
+    return [nid for nid in missing if lifted[nid][0] >= bar]
+
+
+def _score(c: Candidate, terms: dict[str, float | str | None], lift: tuple[float, str | None, str | None],
+           priors: dict[str, float], extra: dict[str, float], hop: dict[str, str | None],
+           w: ScoringWeights) -> Scored:
+    """One node's total and the terms that make it up."""
+    propagation, source, via = lift
+    base = float(terms["base"] or 0.0)
+    # Kin support: a hit that its neighbour also lifts (a question matched together with its
+    # answer) keeps a share of the weaker of the two on top of the stronger.
+    support = w.kin_share * min(base, propagation)
+    relevance = max(base, propagation) + support
+    total = relevance + sum(extra.values()) + sum(priors.values())
+    explain = {
+        **terms,
+        "propagated_from": source,
+        "propagated_via": via,
+        "propagation": propagation,
+        "kin_support": support,
+        "relevance": relevance,
+        **extra,
+        **hop,
+        **priors,
+        "total": total,
+    }
+    kind: Literal["hit", "propagated"] = "propagated" if propagation > base else "hit"
+    return Scored(c, total, explain, kind, c.text, c.chars or len(c.text))
+
+
 def score_head(
     cands: Iterable[Candidate],
     by_id_lookup: Lookup,
@@ -255,35 +318,15 @@ def score_head(
     q = _query_view(hits, query, w)
     ages = {cid: _age(c, now) for cid, c in hits.items()}
     bases = {cid: _base(c, q, ages[cid], w) for cid, c in hits.items()}
-
-    lifted: dict[str, tuple[float, str, str]] = {}  # id -> (best propagation, from which hit, how)
-
-    def offer(target: str | None, value: float, source: str, via: str) -> None:
-        if target and target != source and value > lifted.get(target, (0.0, "", ""))[0]:
-            lifted[target] = (value, source, via)
-
-    for cid, c in hits.items():
-        base = float(bases[cid]["base"] or 0.0)
-        offer(c.parent, base * w.parent_damping, cid, "parent")
-        for neighbour, sim in c.similar:
-            offer(neighbour, base * w.neighbour_damping * max(sim, 0.0), cid, "similar")
-        for child in c.children:
-            offer(child, base * w.child_damping, cid, "child")
-        for sibling in c.siblings:
-            offer(sibling, base * w.sibling_damping, cid, "sibling")
-        offer(c.reply, base * _reply_share(c, w), cid, "reply")
-        if w.prompt_damping and c.reply in hits:
-            # The turn before a hit, when it is a hit too: the question its answer was asked by.
-            offer(cid, float(bases[c.reply]["base"] or 0.0) * w.prompt_damping, c.reply, "prompt")
+    lifted = _lifts(hits, bases, w)
 
     gathered = gather(hits, {cid: float(b["base"] or 0.0) for cid, b in bases.items()}, query, w)
     missing = [nid for nid in lifted if nid not in hits]
     complete = True
     if keep is not None and len(hits) >= keep > 0:
-        floors = sorted((float(bases[cid]["base"] or 0.0) + sum(_priors(c, ages[cid], w, q).values())
-                         for cid, c in hits.items()), reverse=True)
-        bar = floors[keep - 1] - _max_prior(w, q) - max_bonus(gathered, w)
-        reachable = [nid for nid in missing if lifted[nid][0] >= bar]
+        floors = [float(bases[cid]["base"] or 0.0) + sum(_priors(c, ages[cid], w, q).values())
+                  for cid, c in hits.items()]
+        reachable = _reachable(missing, lifted, floors, keep, _max_prior(w, q), max_bonus(gathered, w))
         complete = len(reachable) == len(missing)
         missing = reachable
     found = by_id_lookup(missing) if missing else {}
@@ -293,29 +336,8 @@ def score_head(
     for c in nodes:
         age = ages[c.id] if c.id in hits else _age(c, now)
         terms = bases[c.id] if c.id in hits else _base(Candidate(c.id), _Query(), age, w)  # base 0: not a hit
-        propagation, source, via = lifted.get(c.id, (0.0, None, None))
-        base = float(terms["base"] or 0.0)
-        # Kin support: a hit that its neighbour also lifts (a question matched together with its
-        # answer) keeps a share of the weaker of the two on top of the stronger.
-        support = w.kin_share * min(base, propagation)
-        relevance = max(base, propagation) + support
-        priors = _priors(c, age, w, q)
-        extra = bonuses(c, gathered, w)
-        total = relevance + sum(extra.values()) + sum(priors.values())
-        explain = {
-            **terms,
-            "propagated_from": source,
-            "propagated_via": via,
-            "propagation": propagation,
-            "kin_support": support,
-            "relevance": relevance,
-            **extra,
-            **explain_hop(gathered),
-            **priors,
-            "total": total,
-        }
-        kind: Literal["hit", "propagated"] = "propagated" if propagation > base else "hit"
-        out.append(Scored(c, total, explain, kind, c.text, c.chars or len(c.text)))
+        lift: tuple[float, str | None, str | None] = lifted.get(c.id, (0.0, None, None))
+        out.append(_score(c, terms, lift, _priors(c, age, w, q), bonuses(c, gathered, w), explain_hop(gathered), w))
     out.sort(key=lambda s: (-s.score, s.id))
     return out, complete
 
