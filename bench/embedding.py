@@ -37,12 +37,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 from memvault.embeddings import DIM  # noqa: E402
 from memvault.embeddings.minilm import MiniLMEmbedder, build_export, export_path  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
-from recall_quality import sessions, turn_text  # noqa: E402
+from bench.recall_quality import sessions, turn_text  # noqa: E402
 from tasks.index import rows_for  # noqa: E402
 
 CORES = os.cpu_count() or 1

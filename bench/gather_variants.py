@@ -9,7 +9,7 @@ hop's candidates alone, as recall was before), and the cases are cut to it.
 
 from memvault.recall.scoring import ScoringWeights
 
-from fusion_variants import BenchWeights
+from bench.fusion_variants import BenchWeights
 
 PREFIX = "gather"
 HOP_CAPTURED = 20  # recall.hop_k the cases are captured with

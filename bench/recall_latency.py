@@ -288,8 +288,7 @@ def embedding_rate(data: Path, texts: int, results: dict[str, Any]) -> dict[str,
     ``bench/embedding.py``) and the projected hours to index 1M nodes: embedding at that rate
     plus the write cost per node of the largest size measured (wall, and at the CPU rate ×
     cores, what an idle machine gives)."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from embedding import CORES, index_texts, measure
+    from bench.embedding import CORES, index_texts, measure
 
     from memvault.embeddings.minilm import MiniLMEmbedder
 

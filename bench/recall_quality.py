@@ -42,21 +42,21 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 from memvault.embeddings import MODEL_DIMS, MODEL_NAME, STATIC_NAME  # noqa: E402
 from memvault.embeddings.minilm import MiniLMEmbedder  # noqa: E402
 from memvault.embeddings.select import embedder_for  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
-from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates  # noqa: E402
+from memvault.recall.scoring import Candidate, ScoringWeights  # noqa: E402
 from memvault.ops.memory import MemoryService  # noqa: E402
 from memvault.settings import Settings, load_settings  # noqa: E402
 from stores.nodes import NodeIndex  # noqa: E402
 from tasks.index import rows_for, write_index  # noqa: E402
 
-from fusion_variants import BenchWeights, fusion_variants  # noqa: E402
-from gather_variants import gather_variants  # noqa: E402
-from recall_metrics import FIGURES, Tally, loo_report, sweep_report  # noqa: E402
+from bench.fusion_variants import BenchWeights, fusion_variants  # noqa: E402
+from bench.gather_variants import gather_variants  # noqa: E402
+from bench.recall_metrics import FIGURES, Tally, loo_report, sweep_report  # noqa: E402
+from bench.scoring_variants import score_variants  # noqa: E402
 
 MODES = ("full", "vector", "fulltext", "baseline_rrf")
 # --ablate: the full path again with scoring weights changed (same candidates, same index) …
@@ -323,7 +323,7 @@ def rank_case(case: Case, nodes: dict[str, tuple[str, str | None]], weights: Sco
     if top_k is not None or hop_k is not None:
         hits, dropped = cut_candidates(case.hits, top_k, hop_k)
         store = {**case.lifted, **dropped}
-    scored = score_candidates(hits, lambda ids: {i: store[i] for i in ids if i in store},
+    scored = score_variants(hits, lambda ids: {i: store[i] for i in ids if i in store},
                               weights, datetime.now(timezone.utc), query=case.question)
     return turn_ranking([{"kind": nodes[s.id][0], "ref": nodes[s.id][1]} for s in scored])
 
@@ -350,7 +350,8 @@ def score_conversation(conv: ConversationCases, tallies: dict[str, Tally], varia
 def scoring_code_hash() -> str:
     """What a memoised score depends on besides the weights and the cases: the scoring code."""
     recall = ROOT / "memvault" / "recall"
-    return hashlib.sha1(b"".join((recall / f).read_bytes() for f in ("scoring.py", "query.py"))).hexdigest()
+    files = [recall / "scoring.py", recall / "query.py", ROOT / "bench" / "scoring_variants.py"]
+    return hashlib.sha1(b"".join(f.read_bytes() for f in files)).hexdigest()
 
 
 def load_cases(args: argparse.Namespace, data: list[dict[str, Any]], overrides: dict[str, Any],

@@ -25,7 +25,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 from memvault.embeddings import static as static_embed  # noqa: E402
 
@@ -41,7 +40,7 @@ def head(dim: int) -> Any:
 def fit(args: argparse.Namespace) -> int:
     import torch
 
-    from static_variants import corpus_texts, held_out, token_matrix
+    from bench.static_variants import corpus_texts, held_out, token_matrix
 
     torch.manual_seed(0)
     tok = static_embed._tokenizer()
@@ -77,7 +76,7 @@ def fit(args: argparse.Namespace) -> int:
 def score(weights: Path, rest: list[str]) -> int:
     import torch
 
-    import recall_quality
+    from bench import recall_quality
 
     if "--static-table" not in rest[:-1]:
         raise SystemExit("static_head.py score: give the table the head was fitted after (--static-table FILE)")

@@ -124,8 +124,6 @@ class _Query:
     query's exact tokens that tell hits apart, the period it names, whether it asks when."""
 
     max_lex: float = 0.0
-    min_lex: float = 0.0
-    cos_range: tuple[float, float] = (0.0, 1.0)
     w_cos: float = 0.0
     w_lex: float = 0.0
     exact: tuple[str, ...] = ()
@@ -133,25 +131,9 @@ class _Query:
     when: bool = False
 
 
-def _peak(values: list[float], depth: int) -> float:
-    """How far a list's best stands out: (best − mean of the first ``depth``) / best, in [0, 1]."""
-    top = sorted(values, reverse=True)[: max(depth, 2)]
-    if len(top) < 2 or top[0] <= 0:
-        return 0.0
-    return max(0.0, (top[0] - sum(top[1:]) / (len(top) - 1)) / top[0])
-
-
 def _query_view(hits: Mapping[str, Candidate], query: str | None, w: ScoringWeights) -> _Query:
     lex = [c.lexical for c in hits.values() if c.lexical is not None and c.fts_rank is not None]
-    cos = [c.cos for c in hits.values() if c.cos is not None and c.vector_rank is not None]
-    q = _Query(max_lex=max(lex, default=0.0), min_lex=min(lex, default=0.0), w_cos=w.w_cos, w_lex=w.w_lex)
-    if cos:
-        q.cos_range = (min(cos), max(cos))
-    if w.peak_gain and lex and cos:
-        p_lex, p_cos = _peak(lex, w.peak_depth), _peak(cos, w.peak_depth)
-        if p_lex + p_cos > 0:
-            shift = w.peak_gain * (p_lex - p_cos) / (p_lex + p_cos) * min(w.w_cos, w.w_lex)
-            q.w_cos, q.w_lex = w.w_cos - shift, w.w_lex + shift
+    q = _Query(max_lex=max(lex, default=0.0), w_cos=w.w_cos, w_lex=w.w_lex)
     if query and w.w_exact:
         texts = [words(c.text) for c in hits.values()]
         limit = max(1.0, w.exact_max_share * len(texts))  # a token in one hit always tells it apart
@@ -164,16 +146,14 @@ def _query_view(hits: Mapping[str, Candidate], query: str | None, w: ScoringWeig
 
 def _base(c: Candidate, q: _Query, age: float | None, w: ScoringWeights) -> dict[str, float | str | None]:
     cos = min(max(c.cos or 0.0, 0.0), 1.0)
-    if w.cos_norm == "minmax" and c.cos is not None:
-        lo, hi = q.cos_range
-        cos = min(max((c.cos - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 1.0
     raw_lex = c.lexical or 0.0
-    if raw_lex <= 0 or q.max_lex <= 0:
-        lex = 0.0
-    elif w.lex_norm == "minmax":
-        lex = (raw_lex - q.min_lex) / (q.max_lex - q.min_lex) if q.max_lex > q.min_lex else 1.0
-    else:
-        lex = raw_lex / q.max_lex
+    lex = raw_lex / q.max_lex if raw_lex > 0 and q.max_lex > 0 else 0.0
+    return _terms(c, q, age, w, cos, lex)
+
+
+def _terms(c: Candidate, q: _Query, age: float | None, w: ScoringWeights,
+           cos: float, lex: float) -> dict[str, float | str | None]:
+    """The base of a hit and its terms, from its cosine and lexical score on the scale they are weighed at."""
     rrf = sum(1 / (w.rrf_k + r) for r in (c.vector_rank, c.fts_rank) if r is not None) * (w.rrf_k + 1) / 2
     exact = 0.0
     if q.exact:
@@ -255,9 +235,6 @@ def _lifts(hits: dict[str, Candidate], bases: Mapping[str, dict[str, float | str
         for sibling in c.siblings:
             offer(sibling, base * w.sibling_damping, cid, "sibling")
         offer(c.reply, base * _reply_share(c, w), cid, "reply")
-        if w.prompt_damping and c.reply in hits:
-            # The turn before a hit, when it is a hit too: the question its answer was asked by.
-            offer(cid, float(bases[c.reply]["base"] or 0.0) * w.prompt_damping, c.reply, "prompt")
     return lifted
 
 
@@ -270,22 +247,17 @@ def _reachable(missing: list[str], lifted: Lifts, floors: list[float], keep: int
 
 
 def _score(c: Candidate, terms: dict[str, float | str | None], lift: tuple[float, str | None, str | None],
-           priors: dict[str, float], extra: dict[str, float], hop: dict[str, str | None],
-           w: ScoringWeights) -> Scored:
+           priors: dict[str, float], extra: dict[str, float], hop: dict[str, str | None]) -> Scored:
     """One node's total and the terms that make it up."""
     propagation, source, via = lift
     base = float(terms["base"] or 0.0)
-    # Kin support: a hit that its neighbour also lifts (a question matched together with its
-    # answer) keeps a share of the weaker of the two on top of the stronger.
-    support = w.kin_share * min(base, propagation)
-    relevance = max(base, propagation) + support
+    relevance = max(base, propagation)
     total = relevance + sum(extra.values()) + sum(priors.values())
     explain = {
         **terms,
         "propagated_from": source,
         "propagated_via": via,
         "propagation": propagation,
-        "kin_support": support,
         "relevance": relevance,
         **extra,
         **hop,
@@ -337,7 +309,7 @@ def score_head(
         age = ages[c.id] if c.id in hits else _age(c, now)
         terms = bases[c.id] if c.id in hits else _base(Candidate(c.id), _Query(), age, w)  # base 0: not a hit
         lift: tuple[float, str | None, str | None] = lifted.get(c.id, (0.0, None, None))
-        out.append(_score(c, terms, lift, _priors(c, age, w, q), bonuses(c, gathered, w), explain_hop(gathered), w))
+        out.append(_score(c, terms, lift, _priors(c, age, w, q), bonuses(c, gathered, w), explain_hop(gathered)))
     out.sort(key=lambda s: (-s.score, s.id))
     return out, complete
 
