@@ -97,7 +97,8 @@ def build_synthetic_home(n: int, where: Path) -> Path:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def warm_recall(home: Path, reps: int) -> dict[str, float]:

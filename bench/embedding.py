@@ -30,6 +30,7 @@ import os
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,8 @@ def index_texts(data: Path, limit: int) -> list[str]:
     for sample in json.loads(data.read_text(encoding="utf-8")):
         name = str(sample.get("sample_id", "conv"))
         for n, date, raw, turns in sessions(sample["conversation"]):
-            msgs = [(str(t["dia_id"]), str(t.get("speaker") or "?"), turn_text(t), date) for t in turns]
+            msgs: list[tuple[str, str, str, datetime | str | None]] = [
+                (str(t["dia_id"]), str(t.get("speaker") or "?"), turn_text(t), date) for t in turns]
             tree = conversation_nodes(f"{name}-s{n}", f"s{n}", f"{name} session {n}",
                                       date.strftime("%Y-%m-%d %H:%M") if date else raw, "locomo", msgs)
             for r in rows_for(f"conv:{name}-s{n}", "conversation", tree, 1):
@@ -113,9 +115,10 @@ def make_embedder(variant: str, keep: Path) -> MiniLMEmbedder:
 
         if variant == "static-table" and STATIC_TABLE is None:
             raise SystemExit("the static-table variant needs --static-table FILE (bench/static_variants.py writes them)")
-        e = StaticEmbedder(table_file=STATIC_TABLE if variant == "static-table" else None)
-        if variant == "static-table":
-            e.dim = int(np.load(STATIC_TABLE, mmap_mode="r").shape[1])
+        table = STATIC_TABLE if variant == "static-table" else None
+        e = StaticEmbedder(table_file=table)
+        if table is not None:
+            e.dim = int(np.load(table, mmap_mode="r").shape[1])
         e.embed(["distil the table now, if it is missing, not inside the timed pass"])
         return e
     if variant == "fused-int8":

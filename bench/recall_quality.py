@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memvault.embeddings import MODEL_DIMS, MODEL_NAME, STATIC_NAME  # noqa: E402
+from memvault.embeddings.base import Embedder  # noqa: E402
 from memvault.embeddings.minilm import MiniLMEmbedder  # noqa: E402
 from memvault.embeddings.select import embedder_for  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
@@ -79,7 +80,7 @@ class CachedEmbedder(MiniLMEmbedder):
     bench/embedding.py); a text is embedded once per run (or once per cache file)."""
 
     def __init__(self, cache_file: Path | None = None, model_file: Path | None = None,
-                 inner: MiniLMEmbedder | None = None) -> None:
+                 inner: Embedder | None = None) -> None:
         """``inner``: another embedder whose vectors are cached instead (``--embedder``)."""
         super().__init__(model_file=model_file)
         self.inner = inner
@@ -95,7 +96,8 @@ class CachedEmbedder(MiniLMEmbedder):
         keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
         todo = sorted({k: t for k, t in zip(keys, texts) if k not in self.cache}.items())
         if todo:
-            vecs = (self.inner or super()).embed([t for _, t in todo])
+            texts = [t for _, t in todo]
+            vecs = self.inner.embed(texts) if self.inner is not None else super().embed(texts)
             self.computed += len(todo)
             for (k, _), v in zip(todo, vecs):
                 self.cache[k] = v
@@ -199,7 +201,8 @@ def index_conversation(sample: dict[str, Any], embedder: CachedEmbedder, setting
     nodes = NodeIndex.open_or_create(settings)
     name = str(sample.get("sample_id", "conv"))
     for n, date, raw, turns in sessions(sample["conversation"]):
-        msgs = [(str(t["dia_id"]), str(t.get("speaker") or "?"), turn_text(t), date) for t in turns]
+        msgs: list[tuple[str, str, str, datetime | str | None]] = [
+            (str(t["dia_id"]), str(t.get("speaker") or "?"), turn_text(t), date) for t in turns]
         doc = f"conv:{name}-s{n}"
         title = f"{name} session {n}"
         tree = conversation_nodes(doc[5:], f"s{n}", title, date.strftime("%Y-%m-%d %H:%M") if date else raw,
@@ -364,7 +367,8 @@ def load_cases(args: argparse.Namespace, data: list[dict[str, Any]], overrides: 
     if args.cases and args.cases.is_file():
         stored = pickle.loads(args.cases.read_bytes())
         if stored["key"] == key:
-            return stored["conversations"]
+            conversations: dict[str, ConversationCases] = stored["conversations"]
+            return conversations
         print(f"{args.cases} holds other data or settings: capturing again", file=sys.stderr)
     started = time.perf_counter()
     out: dict[str, ConversationCases] = {}
@@ -416,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         key, _, value = item.partition("=")
         section, _, field = key.partition(".")
         overrides.setdefault(section, {})[field] = json.loads(value) if value[:1] in "-0123456789[{tf" else value
-    inner: MiniLMEmbedder | None = None
+    inner: Embedder | None = None
     if args.static_table:
         from memvault.embeddings.static import StaticEmbedder
 

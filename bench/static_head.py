@@ -63,7 +63,7 @@ def fit(args: argparse.Namespace) -> int:
             b = perm[s:s + 256]
             loss = 1 - cosine(model(xs[b]), y[b]).mean()
             opt.zero_grad()
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]  # torch: Tensor.backward unannotated
             opt.step()
         if epoch % 5 == 0:
             with torch.no_grad():
@@ -88,7 +88,8 @@ def score(weights: Path, rest: list[str]) -> int:
         def embed(self, texts: list[str]) -> np.ndarray:
             with torch.no_grad():
                 out: np.ndarray = model(torch.from_numpy(np.ascontiguousarray(super().embed(texts), dtype=np.float32))).numpy()
-            return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+            normed: np.ndarray = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+            return normed
 
     static_embed.StaticEmbedder = HeadEmbedder  # type: ignore[misc]  # what recall_quality builds from --static-table
     return recall_quality.main(rest)
