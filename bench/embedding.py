@@ -111,12 +111,14 @@ def make_embedder(variant: str, keep: Path) -> MiniLMEmbedder:
     if variant == "int8":
         return MiniLMEmbedder(model_file=int8_graph(base, keep / "int8.onnx"))
     if variant in ("static", "static-table"):
+        from bench.static_word_rows import WordStaticEmbedder
         from memvault.embeddings.static import StaticEmbedder
 
         if variant == "static-table" and STATIC_TABLE is None:
             raise SystemExit("the static-table variant needs --static-table FILE (bench/static_variants.py writes them)")
         table = STATIC_TABLE if variant == "static-table" else None
-        e = StaticEmbedder(table_file=table)
+        # The product's embedder for its own table; a bench table may hold word rows.
+        e = WordStaticEmbedder(table_file=table) if table is not None else StaticEmbedder()
         if table is not None:
             e.dim = int(np.load(table, mmap_mode="r").shape[1])
         e.embed(["distil the table now, if it is missing, not inside the timed pass"])

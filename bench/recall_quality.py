@@ -422,11 +422,12 @@ def main(argv: list[str] | None = None) -> int:
         overrides.setdefault(section, {})[field] = json.loads(value) if value[:1] in "-0123456789[{tf" else value
     inner: Embedder | None = None
     if args.static_table:
-        from memvault.embeddings.static import StaticEmbedder
+        from bench import static_word_rows
 
         if args.embedder != STATIC_NAME:
             ap.error("--static-table needs --embedder " + STATIC_NAME)
-        inner = StaticEmbedder(table_file=args.static_table)
+        # A table of bench/static_words.py may hold word rows (static_head.py swaps in its head here).
+        inner = static_word_rows.WordStaticEmbedder(table_file=args.static_table)
         # A variant may keep another number of columns: the index of this run takes its width.
         inner.dim = MODEL_DIMS[STATIC_NAME] = int(np.load(args.static_table, mmap_mode="r").shape[1])
     if args.embedder != MODEL_NAME:

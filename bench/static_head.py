@@ -26,6 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import static_word_rows  # noqa: E402
 from memvault.embeddings import static as static_embed  # noqa: E402
 
 HIDDEN = 1024
@@ -84,14 +85,14 @@ def score(weights: Path, rest: list[str]) -> int:
     model.load_state_dict(torch.load(weights))
     model.eval()
 
-    class HeadEmbedder(static_embed.StaticEmbedder):
+    class HeadEmbedder(static_word_rows.WordStaticEmbedder):
         def embed(self, texts: list[str]) -> np.ndarray:
             with torch.no_grad():
                 out: np.ndarray = model(torch.from_numpy(np.ascontiguousarray(super().embed(texts), dtype=np.float32))).numpy()
             normed: np.ndarray = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
             return normed
 
-    static_embed.StaticEmbedder = HeadEmbedder  # type: ignore[misc]  # what recall_quality builds from --static-table
+    static_word_rows.WordStaticEmbedder = HeadEmbedder  # type: ignore[misc]  # what recall_quality builds from --static-table
     return recall_quality.main(rest)
 
 
