@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=sys.executable, help="the venv Python whose memvault to measure")
     ap.add_argument("--conversations", nargs="*", default=[], help="LoCoMo sample ids (default: all five)")
     ap.add_argument("--reindex", type=int, default=1, help="reindex passes after the run")
+    ap.add_argument("--model", help="embeddings.model of the home (default: the bundled default)")
     ap.add_argument("--locomo", type=Path, default=SHARED / "eval" / "locomo" / "locomo_dev.json",
                     help="LoCoMo's locomo_dev.json (default: ../shared/eval/locomo beside the checkout)")
     ap.add_argument("--formats", type=Path, default=SHARED / "formats",
@@ -120,11 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         home = root / "home"
         cli(args.python, home, "init", "--json")
         with (home / "memvault.toml").open("a", encoding="utf-8") as fh:
+            if args.model:
+                fh.write(f'\n[embeddings]\nmodel = "{args.model}"\n')
             for kind in ("claude-code", "codex", "pi", "chatgpt", "claude-ai"):
                 fh.write(f'\n[[sources]]\nkind = "{kind}"\npath = "{root / "corpus" / kind}"\n')
         report, wall, cpu = cli(args.python, home, "run", "--engine", "none", "--json")
         status, _, _ = cli(args.python, home, "status", "--json")
-        row: dict[str, Any] = {**corpus, "python": args.python, "run_wall_s": round(wall, 1), "run_cpu_s": round(cpu, 1),
+        row: dict[str, Any] = {**corpus, "python": args.python, "model": args.model, "run_wall_s": round(wall, 1), "run_cpu_s": round(cpu, 1),
                                "nodes": status["nodes"], "messages": status["messages"],
                                "embedded_texts": report.get("embedded_texts"),
                                "embedding_cache_hits": report.get("embedding_cache_hits"),
