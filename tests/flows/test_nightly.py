@@ -30,8 +30,9 @@ def test_first_run_writes_articles_citing_their_conversations(demo_runs) -> None
                 assert any(full.startswith(short) for full in sources), f"{path.name} cites conv:{short} it did not come from"
             assert all(any(full.startswith(s) for s in cited) for full in sources)
     assert set(report["articles_created"]) == {p.stem for p in articles}
-    assert re.search(r"^\[\^1\]: `conv:[0-9a-f]{8,}` \(\d{4}-\d\d-\d\d, (claude-code|chatgpt)\) — ",
-                     articles[0].read_text(), re.M)
+    # A citation opens the cited passage: the vault's page of that conversation, at its message.
+    assert re.search(r"^\[\^1\]: \[\[Conversations/conv-([0-9a-f]{8,})#m\d+\|conv:\1\]\] "
+                     r"\(\d{4}-\d\d-\d\d, (claude-code|chatgpt)\) — ", articles[0].read_text(), re.M)
 
 
 def test_run_commits_once_with_a_changelog_digest(demo_runs) -> None:
