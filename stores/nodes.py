@@ -200,7 +200,7 @@ class NodeIndex(NodeWrites):
             if dim is None:
                 raise IndexMismatchError(f"cannot create the node index at {uri} before {model_name} has given "
                                          "one vector (its dimension is not known) — run `memvault run`")
-            self._create(model_name, dim, extra_meta)
+            self._create(model_name, dim, extra_meta, overwrite=False)
         try:
             self.nodes = self.db.open_table(NODES)
             self.meta = self.db.open_table(META)
@@ -216,7 +216,7 @@ class NodeIndex(NodeWrites):
                     "`memvault run` rebuilds it (or `memvault reindex`)") from None
             self.rebuilt = f"the node index at {uri} was unreadable ({exc}) and was created anew"
             log.warning("%s; its conversations and articles are indexed again", self.rebuilt)
-            self._create(model_name, dim, extra_meta)
+            self._create(model_name, dim, extra_meta, overwrite=True)
             self.nodes = self.db.open_table(NODES)
             self.meta = self.db.open_table(META)
         self._reader: AsyncTable | None = None  # the async handle of the nodes table, opened on first search
@@ -240,10 +240,12 @@ class NodeIndex(NodeWrites):
                 "run `memvault reindex`", stored, model_name)
         self.dim = int(width)
 
-    def _create(self, model_name: str, dim: int, extra_meta: dict[str, str] | None) -> None:
-        # Overwrite: a table half made by a killed creation is replaced, never appended to.
-        self.db.create_table(NODES, schema=node_schema(dim), mode="overwrite")
-        self.db.create_table(META, schema=META_SCHEMA, mode="overwrite").add(
+    def _create(self, model_name: str, dim: int, extra_meta: dict[str, str] | None, overwrite: bool) -> None:
+        # Overwrite when healing: a table half made by a killed creation is replaced, never
+        # appended to. A fresh index is created plainly (overwriting nothing makes lance warn).
+        mode = "overwrite" if overwrite else "create"
+        self.db.create_table(NODES, schema=node_schema(dim), mode=mode)
+        self.db.create_table(META, schema=META_SCHEMA, mode=mode).add(
             [{"key": "embedding_model", "value": model_name}, {"key": "dim", "value": str(dim)},
              *({"key": k, "value": v} for k, v in (extra_meta or {}).items())]
         )
