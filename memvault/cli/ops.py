@@ -80,7 +80,12 @@ def schedule(
             data = {**plan.as_dict(), "dry_run": True,
                     "then": f"wait for {api}/health, then register deployments "
                             + ", ".join(d["name"] for d in planned(settings, plan.at)) + f" at {api}"}
-            render(as_json, data, lambda: (_print_plan(data), console.print(data["then"], highlight=False)))
+
+            def text_dry() -> None:
+                _print_plan(data)
+                console.print(data["then"], highlight=False)
+
+            render(as_json, data, text_dry)
             return
         result = apply(plan, settings)
         if not wait_for_server(api):
@@ -120,7 +125,12 @@ def unschedule(
         api = settings.schedule.api_url
         if dry_run:
             data = {**plan.as_dict(), "dry_run": True, "then": f"delete the schedules of memvault's deployments at {api}"}
-            render(as_json, data, lambda: (console.print(data["then"], highlight=False), _print_plan(data)))
+
+            def text_dry() -> None:
+                console.print(data["then"], highlight=False)
+                _print_plan(data)
+
+            render(as_json, data, text_dry)
             return
         cleared: list[str] = []
         if wait_for_server(api, timeout_s=3.0):

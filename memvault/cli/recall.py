@@ -190,7 +190,12 @@ def toc(ctx: typer.Context, title: TitleArg, as_json: JsonFlag = False) -> None:
     """
     with reporting(as_json):
         rows = service_of(ctx).article_toc(title)
-        render(as_json, rows, lambda: [plain(r["path"]) for r in rows])
+
+        def text() -> None:
+            for r in rows:
+                plain(r["path"])
+
+        render(as_json, rows, text)
 
 
 @app.command(rich_help_panel=PANEL)

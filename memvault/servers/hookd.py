@@ -120,7 +120,7 @@ def _same_user(conn: socket.socket) -> bool:
     if cred is None:
         return True  # the socket's folder (0700) and mode (0600) keep others out
     _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, cred, struct.calcsize("3i")))
-    return uid == os.getuid()
+    return bool(uid == os.getuid())
 
 
 def bind(path: Path) -> socket.socket:

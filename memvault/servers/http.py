@@ -44,6 +44,11 @@ def check_bind(host: str, allow_remote: bool, token_file: object = None) -> None
                          "on the network — add --token-file ~/memvault/.memvault/hub.token (created if missing)")
 
 
+def _int_or(request: Request, name: str, default: int, low: int = 0, high: int = 100_000) -> int:
+    value = _int(request, name, default, low, high)
+    return default if value is None else value
+
+
 def _int(request: Request, name: str, default: int | None, low: int = 0, high: int = 100_000) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
@@ -120,14 +125,14 @@ def build_app(shared: SharedService, allowed_hosts: tuple[str, ...] = (), token:
     routes = [
         Route("/health", endpoint(health)),
         Route("/search", endpoint(lambda r, s: {"query": _query(r), "hits": s.search(
-            _query(r), _int(r, "limit", 10, 1, 100), scope=_scope(r), cwd=_cwd(r))})),
+            _query(r), _int_or(r, "limit", 10, 1, 100), scope=_scope(r), cwd=_cwd(r))})),
         Route("/recall", endpoint(lambda r, s: s.recall(_query(r), max_nodes=_int(r, "max_nodes", None, 1, 50),
                                                        max_chars=_int(r, "max_chars", None, 200, 50_000),
                                                        scope=_scope(r), cwd=_cwd(r)))),
         # The UserPromptSubmit hook's question: a block only when the best hit clears the threshold.
         Route("/prompt-recall", endpoint(lambda r, s: prompt_block(s, _query(r), _cwd(r)))),
-        Route("/timeline/{id}", endpoint(lambda r, s: s.timeline(r.path_params["id"], _int(r, "before", 3, 0, 50),
-                                                                _int(r, "after", 3, 0, 50)))),
+        Route("/timeline/{id}", endpoint(lambda r, s: s.timeline(r.path_params["id"], _int_or(r, "before", 3, 0, 50),
+                                                                _int_or(r, "after", 3, 0, 50)))),
         Route("/get", endpoint(lambda r, s: s.get(get_ids(r)))),
         Route("/articles", endpoint(lambda r, s: s.list_articles())),
         Route("/articles/{title}", endpoint(lambda r, s: s.read_article(r.path_params["title"]))),

@@ -62,7 +62,7 @@ def _field(body: Any, name: str, kind: type, default: Any = None, required: bool
 
 
 def _query(body: Any) -> str:
-    query = _field(body, "query", str, required=True).strip()
+    query = str(_field(body, "query", str, required=True)).strip()
     if not query:
         raise UsageError("field query is empty")
     return query

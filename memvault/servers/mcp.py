@@ -165,7 +165,7 @@ def _result(text: str, data: BaseModel) -> CallToolResult:
 
 
 def _hit(h: dict[str, Any]) -> Hit:
-    return Hit(**{k: h.get(k) for k in Hit.model_fields})
+    return Hit.model_validate({k: h.get(k) for k in Hit.model_fields})
 
 
 def _run(shared: Door, fn: Callable[[Memory], Any], writes: bool = False) -> Any:
