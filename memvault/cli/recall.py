@@ -60,10 +60,13 @@ def recall(
                                             cwd=os.getcwd())
 
         def text() -> None:
+            from memvault.cli.explain import explain_hit
+
             out(result["block"])
             if explain:
                 for h in result["hits"]:
-                    plain(f"{h['score']:.4f} {h['path']}: {h['explain']}")
+                    for line in explain_hit(h):
+                        plain(line)
 
         render(as_json, result, text)
 

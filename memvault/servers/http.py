@@ -23,6 +23,7 @@ from memvault.errors import (AmbiguousIdError, IndexMismatchError, LedgerBusy, M
 from memvault.hub_wire import is_loopback
 from memvault.ops.memory import MemoryService
 from memvault.ops.prompt_recall import prompt_block
+from memvault.ops.results import ArticleHtml, Health
 from memvault.servers import SharedService
 from memvault.servers.auth import Guard, host_of
 from memvault.servers.hub import hub_routes
@@ -111,7 +112,7 @@ def build_app(shared: SharedService, allowed_hosts: tuple[str, ...] = (), token:
 
         return handle
 
-    def health(request: Request, s: MemoryService) -> dict[str, Any]:
+    def health(request: Request, s: MemoryService) -> Health:
         # Cheap: no model load. A missing or mismatched index answers 503 with what to do.
         return {"status": "ok", "home": str(s.settings.home), "nodes": s.nodes.count(),
                 "articles": len(s.vault.list_articles())}
@@ -165,7 +166,7 @@ def browse_routes(endpoint: Callable[..., Callable[[Request], JSONResponse]]) ->
         return list_conversations(s.settings, p.get("project"), p.get("source"), p.get("since"), p.get("until"),
                                   _int(r, "limit", 100, 0, 100_000))
 
-    def html(r: Request, s: MemoryService) -> dict[str, Any]:
+    def html(r: Request, s: MemoryService) -> ArticleHtml:
         article = s.read_article(r.path_params["title"])
 
         def resolve(page: str) -> str | None:

@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from memvault import spool
 from memvault.errors import MemvaultError, UsageError
+from memvault.ops.results import CaptureStored, NoteResult
 from memvault.servers import SharedService
 
 API_VERSION = 1
@@ -172,7 +173,7 @@ def reader_routes(shared: SharedService, route: Callable[..., Route]) -> list[Ro
             route("/v1/article-links", "POST", lambda body: shared.call(lambda s: s.article_links(title(body))))]
 
 
-def capture(shared: SharedService, body: Any) -> dict[str, Any]:
+def capture(shared: SharedService, body: Any) -> CaptureStored:
     """Store a capture's new bytes (``CaptureConflict`` → 409 with what the hub holds)."""
     from memvault.ops.hub_inbox import Capture, CaptureConflict, store
 
@@ -191,7 +192,7 @@ class _Conflict(UsageError):
         self.have = have
 
 
-def note(shared: SharedService, body: Any) -> dict[str, Any]:
+def note(shared: SharedService, body: Any) -> NoteResult:
     """Store a note sent by another machine (redacted, indexed at once, as `memvault note`)."""
     from memvault.ops.note import add_note
 
