@@ -1,5 +1,6 @@
 """Commands of the agent doors: `mcp`, `serve`, `index-brief`, `agent-setup`."""
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -188,7 +189,8 @@ def agent_setup(
             changes = agent_files.write_all(edits)
             if plan is not None:
                 changes.update(apply_plan(plan, force=force))
-        data = {**(plan.as_dict() if plan else {}), "client": client, "memvault": path, "home": str(home),
+        head: Mapping[str, object] = plan.as_dict() if plan is not None else {}
+        data = {**head, "client": client, "memvault": path, "home": str(home),
                 "warning": warning, "applied": apply, "diffs": diffs, "changes": changes}
         render(as_json, data, lambda: _print_setup(client, plan, allow_write, diffs, changes if apply else None))
 

@@ -475,3 +475,74 @@ class Status(TypedDict):
     next_run: NextRun | None
     configured_embedding_model: str
     hook_daemon: dict[str, Any]
+
+
+# -- `agent-setup` (memvault.ops.agent_setup): what memvault writes into an agent's config ----
+class McpServerEntry(TypedDict):
+    """The MCP server entry of Claude Code's ``mcpServers``."""
+
+    type: str
+    command: str
+    args: list[str]
+    env: dict[str, str]
+
+
+class HookCommand(TypedDict):
+    type: str
+    command: str
+    timeout: int
+
+
+class HookGroup(TypedDict):
+    """One hook group of an agent's settings (``matcher``: which sessions; none: every one)."""
+
+    matcher: NotRequired[str]
+    hooks: list[HookCommand]
+
+
+class PlannedMcp(TypedDict):
+    file: str
+    key: str
+    entry: McpServerEntry
+    equivalent_command: str
+
+
+class PlannedHook(TypedDict):
+    file: str
+    event: str
+    entry: HookGroup
+
+
+class PlannedHooks(TypedDict):
+    file: str
+    events: dict[str, HookGroup]
+
+
+class PlannedSkill(TypedDict):
+    file: str
+    text: str
+
+
+class ClaudeCodeSetup(TypedDict):
+    """What `agent-setup claude-code` writes (``changes``: what it did, once applied)."""
+
+    client: str
+    memvault: str
+    home: str
+    mcp: PlannedMcp
+    hook: PlannedHook
+    hooks: PlannedHooks
+    allow_write: bool
+    skill: PlannedSkill
+    changes: dict[str, str]
+
+
+# -- `doctor` (memvault.ops.doctor) -----------------------------------------------------------
+class CheckOut(TypedDict):
+    """One check of `doctor`: ``state`` ok, warn or fail, and the fix when it is not ok."""
+
+    area: str
+    item: str
+    state: str
+    detail: str
+    fix: str
