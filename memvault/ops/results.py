@@ -227,8 +227,8 @@ class CaptureStored(TypedDict):
     machines: list[str]
 
 
-class ConversationLine(TypedDict):
-    """One conversation in a list (`conversations`, `GET /conversations`); times ISO 8601 UTC."""
+class ConversationHead(TypedDict):
+    """What a conversation's list line and its read-back begin with; times ISO 8601 UTC."""
 
     id: str
     short_id: str
@@ -239,6 +239,11 @@ class ConversationLine(TypedDict):
     source: str
     project: str | None
     title: str
+
+
+class ConversationLine(ConversationHead):
+    """One conversation in a list (`conversations`, `GET /conversations`)."""
+
     messages: int
     ignored: bool
 
@@ -255,19 +260,10 @@ class MessageOut(TypedDict):
     low_value: bool
 
 
-class ConversationOut(TypedDict):
+class ConversationOut(ConversationHead):
     """A conversation read back (`show`, `GET /conversations/{id}`): its head, then its active
     thread (``message_count`` counts every stored message, other branches' too)."""
 
-    id: str
-    short_id: str
-    ref: str
-    date: str | None
-    started_at: str | None
-    updated_at: str | None
-    source: str
-    project: str | None
-    title: str
     ignored: bool
     message_count: int
     other_branch_messages: int
