@@ -16,7 +16,7 @@ from prefect.cache_policies import NONE
 from pydantic import BaseModel, Field, field_validator
 
 from memvault.ops import maintenance as ops
-from memvault.ops import results as ops_results
+from memvault.ops import admin_results as ops_results
 from memvault.ops.home import require_home
 from memvault.ops.session import Session, writing
 from memvault.settings import Settings, load_settings

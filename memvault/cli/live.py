@@ -19,7 +19,7 @@ from memvault.cli.output import console, err_console, render, reporting
 from memvault.cli.params import JsonFlag
 
 if TYPE_CHECKING:
-    from memvault.ops.results import DrainTotals
+    from memvault.ops.admin_results import DrainTotals
 
 PANEL = "Agents"
 

@@ -23,8 +23,8 @@ from typing import Any
 from memvault.errors import ConfigError
 from memvault.files import atomic_write_text
 from memvault.ops import config_edit
+from memvault.ops.admin_results import HookGroup
 from memvault.ops.agent_setup import SERVER_NAME, merge_hooks
-from memvault.ops.results import HookGroup
 
 CODEX_TIMEOUTS = {"SessionStart": 30, "UserPromptSubmit": 15, "Stop": 10}
 

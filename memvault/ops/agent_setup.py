@@ -18,8 +18,8 @@ from typing import Any
 
 from memvault.errors import ConfigError, UsageError
 from memvault.files import atomic_write_text
+from memvault.ops.admin_results import ClaudeCodeSetup, HookGroup, McpServerEntry
 from memvault.ops.capture_paths import register_agent_folder
-from memvault.ops.results import ClaudeCodeSetup, HookGroup, McpServerEntry
 from memvault.recall.block import escape_frame_tags
 from stores.vault import Vault
 

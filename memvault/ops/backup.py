@@ -23,8 +23,8 @@ from pathlib import Path
 from memvault.errors import UsageError
 from memvault.files import atomic_write_text
 from memvault.lock import LOCK_NAME
+from memvault.ops.admin_results import BackupReport, RestoreReport
 from memvault.ops.home import require_home
-from memvault.ops.results import BackupReport, RestoreReport
 from memvault.ops.session import writing
 from memvault.settings import Settings
 from stores.location import index_uri, inside_home

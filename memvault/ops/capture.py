@@ -26,7 +26,7 @@ from memvault.files import owner_only_umask
 from memvault.hub_wire import hub_table
 
 if TYPE_CHECKING:  # the capture hook imports nothing it does not run
-    from memvault.ops.results import CaptureResult
+    from memvault.ops.admin_results import CaptureResult
 
 KINDS = ("claude-code", "codex", "pi", "opencode", "auto")
 

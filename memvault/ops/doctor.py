@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memvault.ops.results import CheckOut
+from memvault.ops.admin_results import CheckOut
 from memvault.settings import Settings
 
 MCP_TIMEOUT_S = 30.0  # Claude Code's and Codex's default start-up wait for an MCP server

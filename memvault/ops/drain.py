@@ -21,8 +21,8 @@ from memvault.failpoints import failpoint
 from memvault.ids import short_ids
 from memvault.lock import DRAIN_COMMAND, writer_lock
 from memvault.models import Conversation
+from memvault.ops.admin_results import DrainCounts, DrainTotals
 from memvault.ops.capture_paths import refusal
-from memvault.ops.results import DrainCounts, DrainTotals
 from memvault.settings import Settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex

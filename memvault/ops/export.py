@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from memvault.errors import MemvaultError, UsageError
 from memvault.files import atomic_path
+from memvault.ops.admin_results import ExportReport
 from memvault.ops.home import require_home
-from memvault.ops.results import ExportReport
 from memvault.settings import Settings
 
 ExportFormat = Literal["jsonl", "sqlite"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from memvault.ops.results import Checkpointed, Compacted, EdgesRebuilt, Merged, Retired, Tiered
+from memvault.ops.admin_results import Checkpointed, Compacted, EdgesRebuilt, Merged, Retired, Tiered
 from memvault.ops.session import Session
 from stores.location import retire_replaced_indexes
 from stores.nodes import NodeIndex, now_utc

@@ -17,8 +17,8 @@ from memvault.embeddings import Embedder
 from memvault.embeddings.select import embedder_for
 from memvault.ids import short_ids
 from memvault.markdown.tree import article_nodes
+from memvault.ops.admin_results import ReindexStarted, Reindexed
 from memvault.ops.maintenance import rebuild_edges
-from memvault.ops.results import ReindexStarted, Reindexed
 from memvault.ops.session import writing
 from memvault.progress import Progress
 from memvault.settings import Settings

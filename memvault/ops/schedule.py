@@ -24,7 +24,7 @@ from xml.sax.saxutils import escape
 from memvault.errors import UsageError
 from memvault.files import atomic_write_text
 from memvault.logs import LOGGER_PACKAGES
-from memvault.ops.results import NextRun, ScheduleApplied, SchedulePlan, ScheduleState
+from memvault.ops.admin_results import NextRun, ScheduleApplied, SchedulePlan, ScheduleState
 from memvault.settings import Settings
 
 SERVER, WORKER = "prefect-server", "prefect-worker"

@@ -6,8 +6,8 @@ who is writing.
 """
 
 from memvault.errors import LedgerBusy
+from memvault.ops.admin_results import LastRun, NextRun, ScheduleState, Status
 from memvault.ops.home import permission_warnings, require_home
-from memvault.ops.results import LastRun, NextRun, ScheduleState, Status
 from memvault.settings import Settings
 
 

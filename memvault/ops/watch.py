@@ -15,7 +15,7 @@ from typing import Any
 
 from memvault import spool
 from memvault.errors import ConfigError
-from memvault.ops.results import DrainTotals
+from memvault.ops.admin_results import DrainTotals
 from memvault.settings import Settings
 from tasks.ingest_files import SUFFIXES, configured_roots, discover
 
