@@ -21,6 +21,7 @@ from memvault.errors import EmbedderMismatchError
 from memvault.failpoints import failpoint
 from memvault.ids import conv_ref, short_ids
 from memvault.markdown.tree import article_nodes
+from memvault.progress import current
 from memvault.recall.access import ACCESS_LOG, fold_access
 from tasks.context import StageContext, StageResult
 from tasks.index_rows import (ARTICLE_IMPORTANCE, CONVERSATION_IMPORTANCE, context_texts, conversation_rows, embed_rows,
@@ -105,7 +106,7 @@ def run_index(ctx: StageContext) -> IndexResult:
     for r in retry:
         r.pop("_distance", None)
     writes += retry
-    failed = write_index(nodes, ctx.embedder, writes, deletes, settings)
+    failed = write_index(nodes, ctx.embedder, writes, deletes, settings, progress=current("index"))
     failpoint("index", 1)  # the run's one document batch is written; the ledger not yet marked
     ledger.mark_indexed(todo)
     # Recall's access side log: renamed aside, then folded, so appends meanwhile are kept.
