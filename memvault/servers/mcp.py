@@ -212,9 +212,9 @@ def _search_tools(server: MCPServer, shared: Door) -> None:
     """`recall`, `search`, `timeline` and `get`: finding what memory holds."""
 
     @_read_only(server, "Recall what the user's memory knows about a subject: the best passages from their "
-          "articles and past conversations, as one <memory-recall> block with citations. Use it "
-          "first, quietly, whenever a request touches the user's own projects, people, decisions, "
-          "preferences or history.")
+                        "articles and past conversations, as one <memory-recall> block with citations. Use it "
+                        "first, quietly, whenever a request touches the user's own projects, people, decisions, "
+                        "preferences or history.")
     def recall(query: Query,
                max_nodes: Annotated[int | None, Field(ge=1, le=50, description="Most passages (default from settings).")] = None,
                max_chars: Annotated[int | None, Field(ge=200, le=50_000, description="Most characters in the block.")] = None,
@@ -225,7 +225,7 @@ def _search_tools(server: MCPServer, shared: Door) -> None:
         return _result(r["block"], RecallOut(query=r["query"], block=r["block"], hits=[_hit(h) for h in r["hits"]]))
 
     @_read_only(server, "Search the user's memory and get ids, titles, paths and scores only (no text). Use it to "
-          "find a conversation or section, then `timeline` for its surroundings or `get` for full text.")
+                        "find a conversation or section, then `timeline` for its surroundings or `get` for full text.")
     def search(query: Query,
                limit: Annotated[int, Field(ge=1, le=100, description="How many hits.")] = 10,
                project: Project = None, source: Source = None, since: Since = None, until: Until = None,
@@ -235,7 +235,7 @@ def _search_tools(server: MCPServer, shared: Door) -> None:
         return _result(wrap_for_agent("search", hits), SearchOut(query=query, hits=[_hit(h) for h in hits]))
 
     @_read_only(server, "The nodes around one memory node (from `search`), in document order: what was said "
-          "just before and after in that conversation or article.")
+                        "just before and after in that conversation or article.")
     def timeline(id: Annotated[str, Field(description="A node id from `search`.")],  # noqa: A002 - the name agents see
                  before: Annotated[int, Field(ge=0, le=50)] = 3,
                  after: Annotated[int, Field(ge=0, le=50)] = 3) -> Annotated[CallToolResult, NodesOut]:
@@ -253,13 +253,13 @@ def _article_tools(server: MCPServer, shared: Door) -> None:
     """The article tools: list, read whole or by section, table of contents, links."""
 
     @_read_only(server, "List the articles of the user's memory wiki (title, words, citations, last update). "
-          "Each article is what is known about one subject of the user's life or work.")
+                        "Each article is what is known about one subject of the user's life or work.")
     def list_articles() -> Annotated[CallToolResult, ArticlesOut]:
         rows = _run(shared, lambda s: s.list_articles())
         return _result(wrap_for_agent("list_articles", rows), ArticlesOut(articles=rows))
 
     @_read_only(server, "Read one article of the user's memory wiki in full (Markdown, with footnotes citing "
-          "the conversations it came from).")
+                        "the conversations it came from).")
     def read_article(title: Title) -> Annotated[CallToolResult, TextOut]:
         a = _run(shared, lambda s: s.read_article(title))
         return _result(wrap_for_agent("read_article", a["text"]), TextOut(title=a["title"], path=a["path"], text=a["text"]))
