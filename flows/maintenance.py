@@ -6,6 +6,7 @@ a Markdown artifact (key "memvault-maintenance-report") and a progress artifact 
 """
 
 import time
+from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
@@ -15,6 +16,7 @@ from prefect.cache_policies import NONE
 from pydantic import BaseModel, Field, field_validator
 
 from memvault.ops import maintenance as ops
+from memvault.ops import admin_results as ops_results
 from memvault.ops.home import require_home
 from memvault.ops.session import Session, writing
 from memvault.settings import Settings, load_settings
@@ -42,42 +44,42 @@ class MaintenanceOptions(BaseModel):
 
 
 @task(name="merge-duplicates", cache_policy=NONE)
-def merge_task(nodes: NodeIndex, settings: Settings) -> dict[str, Any]:
+def merge_task(nodes: NodeIndex, settings: Settings) -> ops_results.Merged:
     out = ops.merge_duplicates(nodes, settings.index.duplicate_similarity)
     get_run_logger().info("merged %d near-duplicate node(s)", out["merged"])
     return out
 
 
 @task(name="rebuild-edges", cache_policy=NONE)
-def edges_task(nodes: NodeIndex, settings: Settings) -> dict[str, Any]:
+def edges_task(nodes: NodeIndex, settings: Settings) -> ops_results.EdgesRebuilt:
     out = ops.rebuild_edges(nodes, settings.index.similar_threshold, settings.index.max_similar)
     get_run_logger().info("similar edges: %d before, %d after the full rebuild", out["edges_before"], out["edges_after"])
     return out
 
 
 @task(name="age-tiers", cache_policy=NONE)
-def tiers_task(nodes: NodeIndex, settings: Settings) -> dict[str, Any]:
+def tiers_task(nodes: NodeIndex, settings: Settings) -> ops_results.Tiered:
     out = ops.age_tiers(nodes, settings.index.cold_after_days)
     get_run_logger().info("%d node(s) moved to the cold tier (full text only)", out["cold"])
     return out
 
 
 @task(name="compact-index", cache_policy=NONE)
-def compact_task(nodes: NodeIndex, margin_hours: float) -> dict[str, Any]:
+def compact_task(nodes: NodeIndex, margin_hours: float) -> ops_results.Compacted:
     out = ops.compact(nodes, margin_hours)
     get_run_logger().info("index compacted; versions kept per table: %s", out["versions_left"])
     return out
 
 
 @task(name="retire-indexes", cache_policy=NONE)
-def retire_task(session: Session, margin_hours: float) -> dict[str, Any]:
+def retire_task(session: Session, margin_hours: float) -> ops_results.Retired:
     out = ops.retire_old_indexes(session, margin_hours)
     get_run_logger().info("retired index directories: %s", ", ".join(out["retired_indexes"]) or "none")
     return out
 
 
 @task(name="checkpoint-ledger", cache_policy=NONE)
-def checkpoint_task(session: Session) -> dict[str, Any]:
+def checkpoint_task(session: Session) -> ops_results.Checkpointed:
     out = ops.checkpoint_ledger(session)
     if out["checkpointed"]:
         get_run_logger().info("ledger checkpointed")
@@ -107,6 +109,7 @@ def maintenance(options: MaintenanceOptions = MaintenanceOptions()) -> dict[str,
         nodes = session.nodes() if any(s in steps for s in INDEX_STEPS) else None
         for done, name in enumerate(steps, start=1):
             t0 = time.perf_counter()
+            out: Mapping[str, object]  # one step's typed result (memvault.ops.results)
             if name in INDEX_STEPS and nodes is None:
                 out = {"skipped": "no node index yet"}
             elif nodes is not None and name == "merge":

@@ -6,14 +6,13 @@ from the UI, or a deployment that records what memory says about a subject over 
 Read-only: it takes no writer lock and never opens the ledger.
 """
 
-from typing import Any
-
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel, Field
 
 from memvault.ops.home import require_home
 from memvault.ops.memory import MemoryService
+from memvault.ops.results import Recall
 from memvault.settings import load_settings
 
 ARTIFACT_KEY = "memvault-recall"
@@ -23,7 +22,7 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def recall_markdown(result: dict[str, Any]) -> str:
+def recall_markdown(result: Recall) -> str:
     """The artifact: the block verbatim in a code fence (never rendered as HTML), then the hits."""
     block = result["block"]
     fence = "`" * max(3, _longest_backtick_run(block) + 1)  # longer than any run inside: cannot close
@@ -53,7 +52,7 @@ class RecallOptions(BaseModel):
 
 
 @flow(name="recall", log_prints=False)
-def recall(options: RecallOptions) -> dict[str, Any]:
+def recall(options: RecallOptions) -> Recall:
     """Recall ``options.query`` from the memory home; the block and hits also go to a Markdown artifact."""
     settings = load_settings(options.home)
     require_home(settings.home)

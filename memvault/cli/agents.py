@@ -1,7 +1,8 @@
 """Commands of the agent doors: `mcp`, `serve`, `index-brief`, `agent-setup`."""
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -9,6 +10,10 @@ from memvault.cli.app import app
 from memvault.cli.context import home_settings, settings_of
 from memvault.cli.output import console, err_console, render, reporting
 from memvault.cli.params import JsonFlag
+
+if TYPE_CHECKING:
+    from memvault.ops.agent_files import FileEdit
+    from memvault.ops.agent_setup import ClaudeCodePlan
 
 PANEL = "Agents"
 
@@ -109,36 +114,40 @@ def index_brief(
         print(brief(settings.home, max_chars))
 
 
+# The options of `agent-setup`, named here so the command's signature stays readable.
+AgentArg = Annotated[str, typer.Argument(metavar="AGENT", help="The agent to set up: claude-code, codex or opencode.",
+                                         show_default=False)]
+ApplyFlag = Annotated[bool, typer.Option("--apply", help="Write the files (default: only print what would be written).")]
+ClaudeDir = Annotated[Path, typer.Option("--claude-dir", metavar="PATH", help="Claude Code's settings folder.")]
+ClaudeJson = Annotated[Path | None, typer.Option(
+    "--claude-json", metavar="PATH",
+    help="Claude Code's user config with `mcpServers` (default: .claude.json beside --claude-dir).")]
+CodexDir = Annotated[Path, typer.Option("--codex-dir", metavar="DIR",
+                                        help="Codex CLI's folder (hooks.json, config.toml, sessions/).")]
+OpencodeDir = Annotated[Path, typer.Option("--opencode-dir", metavar="DIR",
+                                           help="OpenCode's config folder (opencode.json, plugin/).")]
+HubOpt = Annotated[str | None, typer.Option(
+    "--hub", metavar="URL", help="Make this home a client of the hub at URL (writes [hub] in memvault.toml).")]
+TokenFileOpt = Annotated[Path | None, typer.Option(
+    "--token-file", metavar="FILE", help="With --hub: the hub's token, copied from the hub (mode 0600).")]
+InsecureFlag = Annotated[bool, typer.Option(
+    "--insecure", help="With --hub: allow plain http:// to a machine that is not this one.")]
+MachineOpt = Annotated[str | None, typer.Option(
+    "--machine", metavar="NAME", help="With --hub: this machine's name on the hub (default: the host name).")]
+ExeOpt = Annotated[str | None, typer.Option(
+    "--exe", metavar="PATH", help="Path of the memvault executable (default: found automatically).")]
+ForceFlag = Annotated[bool, typer.Option("--force", help="Replace a skill file that was edited by hand.")]
+AllowWriteFlag = Annotated[bool, typer.Option(
+    "--allow-write", help="Let this agent write memory (the MCP tool `remember`; sets mcp.allow_write for it).")]
+
+
 @app.command("agent-setup", rich_help_panel=PANEL)
 def agent_setup(
-    ctx: typer.Context,
-    client: Annotated[str, typer.Argument(metavar="AGENT", help="The agent to set up: claude-code, codex or opencode.",
-                                          show_default=False)],
-    apply: Annotated[bool, typer.Option(
-        "--apply", help="Write the files (default: only print what would be written).")] = False,
-    claude_dir: Annotated[Path, typer.Option("--claude-dir", metavar="PATH",
-                                             help="Claude Code's settings folder.")] = Path("~/.claude"),
-    claude_json: Annotated[Path | None, typer.Option(
-        "--claude-json", metavar="PATH",
-        help="Claude Code's user config with `mcpServers` (default: .claude.json beside --claude-dir).")] = None,
-    codex_dir: Annotated[Path, typer.Option("--codex-dir", metavar="DIR",
-                                            help="Codex CLI's folder (hooks.json, config.toml, sessions/).")] = Path("~/.codex"),
-    opencode_dir: Annotated[Path, typer.Option("--opencode-dir", metavar="DIR",
-                                               help="OpenCode's config folder (opencode.json, plugin/).")] = Path("~/.config/opencode"),
-    hub: Annotated[str | None, typer.Option(
-        "--hub", metavar="URL", help="Make this home a client of the hub at URL (writes [hub] in memvault.toml).")] = None,
-    token_file: Annotated[Path | None, typer.Option(
-        "--token-file", metavar="FILE", help="With --hub: the hub's token, copied from the hub (mode 0600).")] = None,
-    insecure: Annotated[bool, typer.Option(
-        "--insecure", help="With --hub: allow plain http:// to a machine that is not this one.")] = False,
-    machine: Annotated[str | None, typer.Option(
-        "--machine", metavar="NAME", help="With --hub: this machine's name on the hub (default: the host name).")] = None,
-    exe: Annotated[str | None, typer.Option(
-        "--exe", metavar="PATH", help="Path of the memvault executable (default: found automatically).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace a skill file that was edited by hand.")] = False,
-    allow_write: Annotated[bool, typer.Option(
-        "--allow-write", help="Let this agent write memory (the MCP tool `remember`; sets mcp.allow_write for it).")] = False,
-    as_json: JsonFlag = False,
+    ctx: typer.Context, client: AgentArg, apply: ApplyFlag = False, claude_dir: ClaudeDir = Path("~/.claude"),
+    claude_json: ClaudeJson = None, codex_dir: CodexDir = Path("~/.codex"),
+    opencode_dir: OpencodeDir = Path("~/.config/opencode"), hub: HubOpt = None, token_file: TokenFileOpt = None,
+    insecure: InsecureFlag = False, machine: MachineOpt = None, exe: ExeOpt = None, force: ForceFlag = False,
+    allow_write: AllowWriteFlag = False, as_json: JsonFlag = False,
 ) -> None:
     """Register memvault with an agent: MCP server, hooks (index, capture, prompt recall), skill or plugin.
 
@@ -166,15 +175,7 @@ def agent_setup(
                    "agent-setup") if checkout else None
         if warning and not as_json:  # under --json it is the "warning" key
             err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
-        edits: list[agent_files.FileEdit] = []
-        if client == "codex":
-            edits = agent_files.codex_edits(path, home, codex_dir.expanduser().absolute(), allow_write)
-        elif client == "opencode":
-            folder = opencode_dir.expanduser().absolute()
-            edits = agent_files.opencode_edits(path, home, folder, allow_write)
-            from memvault.ops.opencode_plugin import EXPORT_DIR
-
-            edits.append(agent_files.source_edit(home, "opencode", str(home / ".memvault" / EXPORT_DIR)))
+        edits = _agent_edits(client, path, home, codex_dir, opencode_dir, allow_write)
         if hub is not None and token_file is not None:
             base = next((e.after for e in reversed(edits) if e.path == home / "memvault.toml"), None)
             edits.append(agent_files.hub_edit(home, hub, token_file, insecure, machine, base))
@@ -188,24 +189,42 @@ def agent_setup(
             changes = agent_files.write_all(edits)
             if plan is not None:
                 changes.update(apply_plan(plan, force=force))
-        data = {**(plan.as_dict() if plan else {}), "client": client, "memvault": path, "home": str(home),
+        head: Mapping[str, object] = plan.as_dict() if plan is not None else {}
+        data = {**head, "client": client, "memvault": path, "home": str(home),
                 "warning": warning, "applied": apply, "diffs": diffs, "changes": changes}
+        render(as_json, data, lambda: _print_setup(client, plan, allow_write, diffs, changes if apply else None))
 
-        def text() -> None:
-            if plan is not None:
-                show_claude_plan(plan, allow_write)
-            for diff in diffs:
-                print(diff, end="" if diff.endswith("\n") else "\n")
-            if not diffs and plan is None:
-                console.print("Everything is already in place.", highlight=False)
-            if apply:
-                for where, change in changes.items():
-                    console.print(f"   {change}: {where}", highlight=False)
-                console.print(RESTART.get(client, ""), highlight=False)
-            else:
-                console.print("Nothing written; rerun with --apply to write these files.", highlight=False)
 
-        render(as_json, data, text)
+def _agent_edits(client: str, path: str, home: Path, codex_dir: Path, opencode_dir: Path,
+                 allow_write: bool) -> "list[FileEdit]":
+    """The file edits for Codex or OpenCode (Claude Code's setup is a plan of its own)."""
+    from memvault.ops import agent_files
+
+    if client == "codex":
+        return agent_files.codex_edits(path, home, codex_dir.expanduser().absolute(), allow_write)
+    if client == "opencode":
+        from memvault.ops.opencode_plugin import EXPORT_DIR
+
+        edits = agent_files.opencode_edits(path, home, opencode_dir.expanduser().absolute(), allow_write)
+        return [*edits, agent_files.source_edit(home, "opencode", str(home / ".memvault" / EXPORT_DIR))]
+    return []
+
+
+def _print_setup(client: str, plan: "ClaudeCodePlan | None", allow_write: bool, diffs: list[str],
+                 changes: dict[str, str] | None) -> None:
+    """What agent-setup did (``changes``) or would write (``changes`` None: not applied)."""
+    if plan is not None:
+        show_claude_plan(plan, allow_write)
+    for diff in diffs:
+        print(diff, end="" if diff.endswith("\n") else "\n")
+    if not diffs and plan is None:
+        console.print("Everything is already in place.", highlight=False)
+    if changes is not None:
+        for where, change in changes.items():
+            console.print(f"   {change}: {where}", highlight=False)
+        console.print(RESTART.get(client, ""), highlight=False)
+    else:
+        console.print("Nothing written; rerun with --apply to write these files.", highlight=False)
 
 
 RESTART = {

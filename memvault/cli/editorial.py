@@ -96,6 +96,7 @@ def forget(
             question = (f"Forget the article '{plan.title}' ({plan.path}"
                         + (f" and {plan.talk}" if plan.talk else "") + ")? It stays in git history.")
         else:
+            assert conversation is not None  # one of the two is given (checked above)
             cplan = core.plan_conversation(settings, conversation)
             where = ", ".join(f"{s} ({n})" for s, n in sorted(cplan.articles.items()))
             question = (f"Forget conversation conv:{cplan.short} ({cplan.source}, {cplan.title or 'untitled'})? "
@@ -110,6 +111,7 @@ def forget(
             text = (f"forgot '{result.title}': removed {', '.join(result.removed)}, {result.nodes_deleted} "
                     f"index node(s); commit {(result.commit or 'none')[:10]}\nrecover with: {result.recover}")
         else:
+            assert conversation is not None
             result = core.forget_conversation(settings, conversation)
             data = result.__dict__
             text = (f"forgot conv:{cplan.short}: {sum(result.ledger_rows.values())} ledger row(s), "

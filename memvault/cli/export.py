@@ -43,7 +43,7 @@ def export(
 
     with reporting(as_json):
         settings = home_settings(ctx)
-        summary = export_home(settings, fmt.value, dest, force=force)  # type: ignore[arg-type]
+        summary = export_home(settings, fmt.value, dest, force=force)
 
         def text() -> None:
             console.print(f"exported to {summary['dest']} ({summary['format']}):", highlight=False)

@@ -12,6 +12,7 @@ import typer
 # Typer 0.29 carries its own copy of click: its parameter errors are this module's classes.
 from typer._click.exceptions import UsageError
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+from typer.models import CommandFunctionType
 
 HELP_OPTION_NAMES = ["-h", "--help"]
 
@@ -60,7 +61,7 @@ class MemvaultCommand(_Metavars, TyperCommand):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         given = list(args)  # the parser consumes ``args`` as it goes
         try:
-            return super().parse_args(ctx, args)  # type: ignore[no-any-return]
+            return super().parse_args(ctx, args)
         except UsageError as exc:
             if "--json" not in given or "--" in given[:given.index("--json")]:
                 raise
@@ -84,6 +85,6 @@ class MemvaultTyper(typer.Typer):
         settings = {"help_option_names": HELP_OPTION_NAMES, **kwargs.pop("context_settings", {})}
         super().__init__(cls=MemvaultGroup, context_settings=settings, **kwargs)
 
-    def command(self, name: str | None = None, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def command(self, name: str | None = None, **kwargs: Any) -> Callable[[CommandFunctionType], CommandFunctionType]:
         kwargs.setdefault("cls", MemvaultCommand)
         return super().command(name, **kwargs)

@@ -7,7 +7,7 @@ small. `memvault.cli.main` runs them without loading Typer when the command line
 simple as a hook's (``memvault.cli.live_fast``).
 """
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -17,6 +17,9 @@ from memvault.cli.context import home_settings
 from memvault.cli.live_fast import run_capture, run_prompt_recall
 from memvault.cli.output import console, err_console, render, reporting
 from memvault.cli.params import JsonFlag
+
+if TYPE_CHECKING:
+    from memvault.ops.admin_results import DrainTotals
 
 PANEL = "Agents"
 
@@ -121,7 +124,7 @@ def watch(
         settings = home_settings(ctx)
         err_console.print(f"watching {len(settings.sources)} source(s) of {settings.home} (Ctrl-C stops)", highlight=False)
 
-        def cycle(totals: dict[str, Any]) -> None:
+        def cycle(totals: "DrainTotals") -> None:
             err_console.print(f"{totals['messages_new']} new message(s), {totals['conversations_indexed']} "
                               "conversation(s) indexed", highlight=False)
 

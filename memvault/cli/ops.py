@@ -80,23 +80,29 @@ def schedule(
             data = {**plan.as_dict(), "dry_run": True,
                     "then": f"wait for {api}/health, then register deployments "
                             + ", ".join(d["name"] for d in planned(settings, plan.at)) + f" at {api}"}
-            render(as_json, data, lambda: (_print_plan(data), console.print(data["then"], highlight=False)))
+
+            def text_dry() -> None:
+                _print_plan(data)
+                console.print(data["then"], highlight=False)
+
+            render(as_json, data, text_dry)
             return
-        result = apply(plan, settings)
+        applied = apply(plan, settings)
         if not wait_for_server(api):
             raise MemvaultError(f"the Prefect server did not answer at {api} — see "
                                 f"{settings.state_dir / 'logs' / 'prefect-server.err.log'}")
         os.environ["PREFECT_API_URL"] = api
         from deployments.deploy import register
 
-        result["deploy"] = register(settings, plan.at)
+        deployed = register(settings, plan.at)
+        result = {**applied, "deploy": deployed}
 
         def text() -> None:
-            for f in result["files"]:
+            for f in applied["files"]:
                 console.print(f"wrote {f['path']}", highlight=False)
             console.print(f"nightly at {plan.at} ({plan.timezone}); Prefect UI: {api.removesuffix('/api')}",
                           highlight=False)
-            _print_deployments(result["deploy"])
+            _print_deployments(deployed)
 
         render(as_json, result, text)
 
@@ -120,7 +126,12 @@ def unschedule(
         api = settings.schedule.api_url
         if dry_run:
             data = {**plan.as_dict(), "dry_run": True, "then": f"delete the schedules of memvault's deployments at {api}"}
-            render(as_json, data, lambda: (console.print(data["then"], highlight=False), _print_plan(data)))
+
+            def text_dry() -> None:
+                console.print(data["then"], highlight=False)
+                _print_plan(data)
+
+            render(as_json, data, text_dry)
             return
         cleared: list[str] = []
         if wait_for_server(api, timeout_s=3.0):
@@ -128,11 +139,12 @@ def unschedule(
             from deployments.deploy import remove_schedules
 
             cleared = remove_schedules()
-        result = {**apply(plan, settings), "schedules_removed": cleared}
+        applied = apply(plan, settings)
+        result = {**applied, "schedules_removed": cleared}
 
         def text() -> None:
             console.print(f"schedules removed: {', '.join(cleared) or 'none (server not running)'}", highlight=False)
-            for path in result["remove"]:
+            for path in applied["remove"]:
                 console.print(f"removed {path}", highlight=False)
 
         render(as_json, result, text)

@@ -190,7 +190,7 @@ def model(
 
     with reporting(as_json):
         settings = home_settings(ctx)
-        data = {"engine": settings.engine, "mlx_model": settings.model.mlx_model,
+        data: dict[str, Any] = {"engine": settings.engine, "mlx_model": settings.model.mlx_model,
                 "openai_base_url": settings.model.openai_base_url, "openai_model": settings.model.openai_model,
                 "prompts": prompt_hashes(settings.home / "Meta"),
                 "budget": {"max_tokens": settings.budget.max_tokens, "max_seconds": settings.budget.max_seconds}}

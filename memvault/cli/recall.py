@@ -60,10 +60,13 @@ def recall(
                                             cwd=os.getcwd())
 
         def text() -> None:
+            from memvault.cli.explain import explain_hit
+
             out(result["block"])
             if explain:
                 for h in result["hits"]:
-                    plain(f"{h['score']:.4f} {h['path']}: {h['explain']}")
+                    for line in explain_hit(h):
+                        plain(line)
 
         render(as_json, result, text)
 
@@ -190,7 +193,12 @@ def toc(ctx: typer.Context, title: TitleArg, as_json: JsonFlag = False) -> None:
     """
     with reporting(as_json):
         rows = service_of(ctx).article_toc(title)
-        render(as_json, rows, lambda: [plain(r["path"]) for r in rows])
+
+        def text() -> None:
+            for r in rows:
+                plain(r["path"])
+
+        render(as_json, rows, text)
 
 
 @app.command(rich_help_panel=PANEL)

@@ -46,9 +46,11 @@ def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | 
         wait_until_free(settings.state_dir, settings.lock_timeout_s)
     from flows.nightly import RunOptions, execute, nightly
 
-    options = RunOptions(home=str(settings.home), only=only, from_stage=from_stage, until_stage=until_stage,
-                         paths=paths or [], configured_sources=configured_sources, engine=engine, model=model,
-                         since=since_at, dry_run=dry_run)
+    # Validated by pydantic: the CLI's plain strings become the flow's Literal stage and engine names.
+    options = RunOptions.model_validate(
+        {"home": str(settings.home), "only": only, "from_stage": from_stage, "until_stage": until_stage,
+         "paths": paths or [], "configured_sources": configured_sources, "engine": engine, "model": model,
+         "since": since_at, "dry_run": dry_run})
     if dry_run:
         return execute(options)
     with _terminal_without_tracebacks():

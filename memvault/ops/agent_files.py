@@ -23,6 +23,7 @@ from typing import Any
 from memvault.errors import ConfigError
 from memvault.files import atomic_write_text
 from memvault.ops import config_edit
+from memvault.ops.admin_results import HookGroup
 from memvault.ops.agent_setup import SERVER_NAME, merge_hooks
 
 CODEX_TIMEOUTS = {"SessionStart": 30, "UserPromptSubmit": 15, "Stop": 10}
@@ -80,7 +81,7 @@ def codex_edits(exe: str, home: Path, codex_dir: Path, allow_write: bool = False
     """hooks.json, config.toml (MCP server, the hooks feature) and the home's Codex source."""
     hooks_path, config_path = codex_dir / "hooks.json", codex_dir / "config.toml"
     before, hooks = _json_text(hooks_path)
-    groups: dict[str, dict[str, Any]] = {
+    groups: dict[str, HookGroup] = {
         "SessionStart": {"matcher": "startup|resume|clear|compact",
                          "hooks": [{"type": "command", "command": _command(exe, home, "index-brief"),
                                     "timeout": CODEX_TIMEOUTS["SessionStart"]}]},

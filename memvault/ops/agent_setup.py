@@ -11,12 +11,14 @@ import json
 import shlex
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memvault.errors import ConfigError, UsageError
 from memvault.files import atomic_write_text
+from memvault.ops.admin_results import ClaudeCodeSetup, HookGroup, McpServerEntry
 from memvault.ops.capture_paths import register_agent_folder
 from memvault.recall.block import escape_frame_tags
 from stores.vault import Vault
@@ -127,17 +129,17 @@ class ClaudeCodePlan:
     changes: dict[str, str] = field(default_factory=dict)
 
     @property
-    def server_entry(self) -> dict[str, Any]:
+    def server_entry(self) -> McpServerEntry:
         # Memory writes (MCP `remember`) are allowed for this client only, and only when asked.
         env = {"MEMVAULT_MCP__ALLOW_WRITE": "true"} if self.allow_write else {}
         return {"type": "stdio", "command": self.exe, "args": ["--home", str(self.home), "mcp"], "env": env}
 
-    def _live_group(self, sub: str, timeout: int) -> dict[str, Any]:
+    def _live_group(self, sub: str, timeout: int) -> HookGroup:
         return {"hooks": [{"type": "command", "command": shlex.join([self.exe, "--home", str(self.home), sub]),
                            "timeout": timeout}]}
 
     @property
-    def hook_groups(self) -> dict[str, dict[str, Any]]:
+    def hook_groups(self) -> dict[str, HookGroup]:
         """Every hook memvault registers, by event."""
         groups = {HOOK_EVENT: self.hook_group, PROMPT_EVENT: self._live_group("prompt-recall", 15)}
         for event in CAPTURE_EVENTS:
@@ -149,7 +151,7 @@ class ClaudeCodePlan:
         return shlex.join([self.exe, "--home", str(self.home), "index-brief"])
 
     @property
-    def hook_group(self) -> dict[str, Any]:
+    def hook_group(self) -> HookGroup:
         return {"matcher": HOOK_MATCHER, "hooks": [{"type": "command", "command": self.hook_command, "timeout": 30}]}
 
     @property
@@ -157,7 +159,7 @@ class ClaudeCodePlan:
         return shlex.join(["claude", "mcp", "add", "--scope", "user", SERVER_NAME, "--",
                            self.exe, "--home", str(self.home), "mcp"])
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ClaudeCodeSetup:
         return {
             "client": "claude-code", "memvault": self.exe, "home": str(self.home),
             "mcp": {"file": str(self.claude_json), "key": f"mcpServers.{SERVER_NAME}", "entry": self.server_entry,
@@ -200,7 +202,7 @@ def _is_ours(hook: Any) -> bool:
     return SERVER_NAME in command and any(sub in command.split() for sub in OUR_SUBCOMMANDS)
 
 
-def merge_hooks(settings: dict[str, Any], groups_by_event: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def merge_hooks(settings: dict[str, Any], groups_by_event: Mapping[str, HookGroup]) -> dict[str, Any]:
     """``settings`` with each of memvault's hooks in place (replacing older ones of ours)."""
     out = settings
     for event, group in groups_by_event.items():
@@ -208,7 +210,7 @@ def merge_hooks(settings: dict[str, Any], groups_by_event: dict[str, dict[str, A
     return out
 
 
-def merge_hook(settings: dict[str, Any], group: dict[str, Any], event: str = HOOK_EVENT) -> dict[str, Any]:
+def merge_hook(settings: dict[str, Any], group: HookGroup, event: str = HOOK_EVENT) -> dict[str, Any]:
     """``settings`` with memvault's hook for ``event`` in place (replacing an older one of ours)."""
     out: dict[str, Any] = json.loads(json.dumps(settings))
     hooks = out.setdefault("hooks", {})

@@ -17,14 +17,13 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from memvault.errors import UsageError
 from memvault.files import atomic_write_text
 from memvault.lock import LOCK_NAME
+from memvault.ops.admin_results import BackupReport, RestoreReport
 from memvault.ops.home import require_home
 from memvault.ops.session import writing
 from memvault.settings import Settings
@@ -43,7 +42,7 @@ def check_destination(home: Path, dest: Path) -> Path:
     return dest
 
 
-def backup_home(settings: Settings, dest: Path) -> dict[str, Any]:
+def backup_home(settings: Settings, dest: Path) -> BackupReport:
     """Copy the home to ``dest`` under the writer lock; returns what was copied."""
     require_home(settings.home)
     dest = check_destination(settings.home, dest)
@@ -84,7 +83,7 @@ def restore_source(settings: Settings, src: Path) -> Path:
     return candidate
 
 
-def restore_ledger(settings: Settings, src: Path) -> dict[str, Any]:
+def restore_ledger(settings: Settings, src: Path) -> RestoreReport:
     """Replace the ledger with the copy at ``src`` (see the module docstring); returns what happened.
 
     Refuses while another process holds the writer lock (a run, an ingest), and refuses a
@@ -113,8 +112,9 @@ def restore_ledger(settings: Settings, src: Path) -> dict[str, Any]:
         shutil.copy2(candidate, partial)
         os.replace(partial, ledger)
         # Opening it applies any newer migrations (copying the file aside first).
-        counts = asdict(session.ledger.counts())
+        counts = session.ledger.counts()
     return {"home": str(settings.home), "source": str(candidate), "kept_aside": str(aside) if aside else None,
-            **counts,
+            "conversations": counts.conversations, "messages": counts.messages, "chunks": counts.chunks,
+            "buckets": counts.buckets,
             "note": "conversations ingested after this copy was made are read again from their transcript files "
                     "on the next run, where those files still exist; `memvault run` brings the index up to date"}

@@ -19,11 +19,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault import hookd_client, spool
 from memvault.files import owner_only_umask
 from memvault.hub_wire import hub_table
+
+if TYPE_CHECKING:  # the capture hook imports nothing it does not run
+    from memvault.ops.admin_results import CaptureResult
 
 KINDS = ("claude-code", "codex", "pi", "opencode", "auto")
 
@@ -107,7 +110,7 @@ def _start_drainer(home: Path, state: Path) -> str:
     return "started"
 
 
-def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = True) -> dict[str, Any]:
+def capture(home: Path, raw: str, source: str = "claude-code", spawn: bool = True) -> "CaptureResult":
     """Spool the event in ``raw`` (hook JSON) for ``home``; never raises.
 
     Returns what happened (``spooled``: the entry file or None, ``drainer``: started, running

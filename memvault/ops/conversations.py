@@ -9,11 +9,12 @@ article tools still work then, since they never read the ledger.
 
 import re
 from datetime import datetime, timezone
-from typing import Any, get_args
+from typing import get_args
 
 from memvault.errors import AmbiguousIdError, NotFoundError, UsageError
 from memvault.ids import conv_ref, short_ids
 from memvault.models import SourceKind
+from memvault.ops.results import ConversationLine, ConversationOut, MessageOut
 from memvault.recall.scope import parse_day
 from memvault.settings import Settings
 from stores.rows import ConversationSummary, MessageRow
@@ -39,7 +40,7 @@ def _iso(ts: datetime | None) -> str | None:
     return None if ts is None else ts.replace(tzinfo=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def summary_dict(row: ConversationSummary, short: str) -> dict[str, Any]:
+def summary_dict(row: ConversationSummary, short: str) -> ConversationLine:
     """The JSON form of one list line (also the head of `show --json`)."""
     return {"id": row.id, "short_id": short, "ref": conv_ref(short), "date": _iso(row.date),
             "started_at": _iso(row.started_at), "updated_at": _iso(row.updated_at), "source": row.source,
@@ -48,7 +49,7 @@ def summary_dict(row: ConversationSummary, short: str) -> dict[str, Any]:
 
 def list_conversations(settings: Settings, project: str | None = None, source: str | None = None,
                        since: str | datetime | None = None, until: str | datetime | None = None,
-                       limit: int | None = None) -> list[dict[str, Any]]:
+                       limit: int | None = None) -> list[ConversationLine]:
     """Conversations newest first, as dicts (see :func:`summary_dict`); ``limit`` None or 0: all.
 
     ``UsageError`` for an unknown source or a bad date; ``LedgerBusy`` while a writer holds the ledger.
@@ -73,13 +74,13 @@ def list_conversations(settings: Settings, project: str | None = None, source: s
     return [summary_dict(r, shorts[r.id]) for r in rows]
 
 
-def show_conversation(settings: Settings, ref: str) -> dict[str, Any]:
+def show_conversation(settings: Settings, ref: str) -> ConversationOut:
     """One conversation with the messages of its active thread, root first (see
     :func:`show_conversations`)."""
     return show_conversations(settings, [ref])[0]
 
 
-def show_conversations(settings: Settings, refs: list[str]) -> list[dict[str, Any]]:
+def show_conversations(settings: Settings, refs: list[str]) -> list[ConversationOut]:
     """Conversations with the messages of their active threads, root first, in ``refs`` order.
 
     A ref is `conv:<prefix>`, a bare prefix (≥ 4 hex) or a full id. Every ref is resolved
@@ -113,19 +114,20 @@ def show_conversations(settings: Settings, refs: list[str]) -> list[dict[str, An
         raise NotFoundError(f"no conversation {', '.join(unknown)} in the ledger — `memvault conversations` lists them")
     if ambiguous:
         raise AmbiguousIdError("; ".join(ambiguous) + " — give more of the id")
-    out = []
+    out: list[ConversationOut] = []
     for cid, row, thread in found:
         if row is None:  # cannot happen inside one read-only connection; kept honest for the type checker
             raise NotFoundError(f"conversation {conv_ref(cid)} vanished while it was read — try again")
-        conv = summary_dict(row, shorts[cid])
-        conv["message_count"] = conv.pop("messages")
-        conv["other_branch_messages"] = row.messages - len(thread)
-        conv["messages"] = [message_dict(m) for m in thread]
-        out.append(conv)
+        head = summary_dict(row, shorts[cid])
+        out.append({"id": head["id"], "short_id": head["short_id"], "ref": head["ref"], "date": head["date"],
+                    "started_at": head["started_at"], "updated_at": head["updated_at"], "source": head["source"],
+                    "project": head["project"], "title": head["title"], "ignored": head["ignored"],
+                    "message_count": row.messages, "other_branch_messages": row.messages - len(thread),
+                    "messages": [message_dict(m) for m in thread]})
     return out
 
 
-def message_dict(m: MessageRow) -> dict[str, Any]:
+def message_dict(m: MessageRow) -> MessageOut:
     return {"native_id": m.native_id, "seq": m.seq, "role": m.role, "kind": m.kind, "text": m.text,
             "timestamp": _iso(m.timestamp), "low_value": m.low_value}
 
@@ -139,7 +141,7 @@ def _when(iso: str | None, previous_day: str | None) -> tuple[str, str | None]:
     return (f"{clock}" if day == previous_day else f"{day} {clock} UTC"), day
 
 
-def fold_line(message: dict[str, Any]) -> str:
+def fold_line(message: MessageOut) -> str:
     """A tool call or result in one line: its first line, clipped, and how much is hidden."""
     lines = [ln for ln in message["text"].splitlines() if ln.strip()] or ["(empty)"]
     head = " ".join(lines[0].split())
@@ -159,14 +161,14 @@ def _fence(text: str) -> str:
     return f"{bar}\n{text}\n{bar}"
 
 
-def conversation_markdown(conv: dict[str, Any], full: bool = False) -> str:
+def conversation_markdown(conv: ConversationOut, full: bool = False) -> str:
     """A conversation as readable Markdown: title, facts, then each message under its role and
     time; tool calls and results folded to one line each unless ``full``."""
     facts = [f"- id: {conv['ref']} ({conv['id']})", f"- source: {conv['source']}"]
     if conv.get("project"):
         facts.append(f"- project: {conv['project']}")
-    if conv.get("date"):
-        facts.append(f"- date: {conv['date'][:10]} {conv['date'][11:16]} UTC")
+    if date := conv.get("date"):
+        facts.append(f"- date: {date[:10]} {date[11:16]} UTC")
     count = f"- messages: {len(conv['messages'])}"
     if conv.get("other_branch_messages"):
         count += f" (and {conv['other_branch_messages']} on abandoned branches, not shown)"

@@ -19,10 +19,11 @@ import shutil
 import stat
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memvault.ops.admin_results import CheckOut
 from memvault.settings import Settings
 
 MCP_TIMEOUT_S = 30.0  # Claude Code's and Codex's default start-up wait for an MCP server
@@ -269,5 +270,6 @@ def diagnose(settings: Settings, claude_dir: Path, codex_dir: Path, opencode_dir
     return checks + check_hub(settings) + check_home(settings) + check_schedule(settings)
 
 
-def as_dicts(checks: list[Check]) -> list[dict[str, Any]]:
-    return [asdict(c) for c in checks]
+def as_dicts(checks: list[Check]) -> list[CheckOut]:
+    """The checks as `doctor --json` prints them."""
+    return [{"area": c.area, "item": c.item, "state": c.state, "detail": c.detail, "fix": c.fix} for c in checks]

@@ -21,6 +21,7 @@ from memvault.failpoints import failpoint
 from memvault.ids import short_ids
 from memvault.lock import DRAIN_COMMAND, writer_lock
 from memvault.models import Conversation
+from memvault.ops.admin_results import DrainCounts, DrainTotals
 from memvault.ops.capture_paths import refusal
 from memvault.settings import Settings
 from stores.ledger import Ledger
@@ -42,8 +43,10 @@ class DrainResult:
     nodes_written: int = 0
     errors: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    def as_dict(self) -> DrainCounts:
+        return {"entries": self.entries, "files": self.files, "messages_new": self.messages_new, "notes": self.notes,
+                "conversations_indexed": self.conversations_indexed, "nodes_written": self.nodes_written,
+                "errors": list(self.errors)}
 
 
 def index_conversations(ledger: Ledger, nodes: NodeIndex, embedder: Any, settings: Settings,
@@ -170,7 +173,7 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
 
 
 def run_drainer(settings: Settings, wait: bool = True, embedder: Any = None,
-                sleep_s: float = 2.0) -> dict[str, Any]:
+                sleep_s: float = 2.0) -> DrainTotals:
     """Drain until the spool is empty, as the home's only drainer.
 
     With ``wait``, a busy writer lock (the nightly run) is waited out for up to
@@ -181,8 +184,8 @@ def run_drainer(settings: Settings, wait: bool = True, embedder: Any = None,
     state = settings.state_dir
     lock = spool.DrainLock(state)
     deadline = time.monotonic() + (settings.live.drain_wait_s if wait else 0.0)
-    totals: dict[str, Any] = {"drains": 0, "entries": 0, "messages_new": 0, "notes": 0,
-                              "conversations_indexed": 0, "errors": [], "waiting": False}
+    totals: DrainTotals = {"drains": 0, "entries": 0, "messages_new": 0, "notes": 0,
+                           "conversations_indexed": 0, "errors": [], "waiting": False}
     while True:
         if not lock.acquire():
             totals["note"] = "another drainer is running; it drains the spool"
@@ -203,8 +206,10 @@ def run_drainer(settings: Settings, wait: bool = True, embedder: Any = None,
                     totals["errors"].append(str(exc))
                     raise
                 totals["drains"] += 1
-                for key in ("entries", "messages_new", "notes", "conversations_indexed"):
-                    totals[key] += getattr(done, key)
+                totals["entries"] += done.entries
+                totals["messages_new"] += done.messages_new
+                totals["notes"] += done.notes
+                totals["conversations_indexed"] += done.conversations_indexed
                 totals["errors"] += done.errors
         finally:
             lock.release()

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from memvault.errors import MemvaultError, UsageError
 from memvault.files import atomic_path
+from memvault.ops.admin_results import ExportReport
 from memvault.ops.home import require_home
 from memvault.settings import Settings
 
@@ -105,7 +106,7 @@ def _check_dest(dest: Path, fmt: ExportFormat, force: bool, names: list[str]) ->
 
 
 def export_home(settings: Settings, fmt: ExportFormat, dest: Path, force: bool = False,
-                retry_s: float | None = None) -> dict[str, Any]:
+                retry_s: float | None = None) -> ExportReport:
     """Write the home's conversations, messages, chunks and articles to ``dest`` as ``fmt``.
 
     Returns a summary: format, destination, and per table its row count and file.

@@ -31,6 +31,7 @@ from typing import Any
 from memvault import spool
 from memvault.errors import UsageError
 from memvault.files import atomic_write_text
+from memvault.ops.results import CaptureStored, MachineFiles, MachinesSummary
 
 HUB_DIR = "hub"
 SESSIONS = "hub-sessions.json"
@@ -119,7 +120,7 @@ def _size(path: Path) -> int:
         return 0
 
 
-def store(home: Path, capture: Capture) -> dict[str, Any]:
+def store(home: Path, capture: Capture) -> CaptureStored:
     """Store the capture's new bytes and spool the file for the drainer.
 
     Returns ``have`` (the stored size: what the client may now forget), ``stored`` (bytes
@@ -184,9 +185,9 @@ def read_sessions(home: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def machines_summary(home: Path) -> dict[str, Any]:
+def machines_summary(home: Path) -> MachinesSummary:
     """Per machine: sessions sent and bytes stored (what `/v1/status` shows)."""
-    out: dict[str, Any] = {}
+    out: dict[str, MachineFiles] = {}
     root = hub_root(home)
     if root.is_dir():
         for machine in sorted(p for p in root.iterdir() if p.is_dir()):

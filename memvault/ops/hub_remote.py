@@ -17,6 +17,8 @@ from memvault import spool
 from memvault.errors import ConfigError
 from memvault.hub_push import Hub
 from memvault.hub_wire import HubError
+from memvault.ops.results import (Article, ArticleLinks, ArticleSummary, Node, NoteResult, Recall, SearchHit,
+                                   SearchResult, Section, TimelineNode, TocEntry, parse)
 from memvault.recall.scope import Scope
 from memvault.settings import Settings
 
@@ -33,29 +35,29 @@ def hub_of(settings: Settings) -> Hub | None:
                                "insecure": h.insecure, "timeout_s": h.timeout_s})
 
 
-def _scope(project: str | None, source: str | None, since: str | None, until: str | None) -> dict[str, Any]:
+def _scope(project: str | None, source: str | None, since: str | None, until: str | None) -> dict[str, str]:
     return {k: v for k, v in (("project", project), ("source", source), ("since", since), ("until", until)) if v}
 
 
 def recall(hub: Hub, query: str, max_nodes: int | None = None, max_chars: int | None = None,
            project: str | None = None, source: str | None = None, since: str | None = None,
-           until: str | None = None) -> dict[str, Any]:
+           until: str | None = None) -> Recall:
     """The hub's recall for ``query`` (the same shape as `MemoryService.recall`)."""
-    return hub.post("/v1/recall", {"query": query, "max_nodes": max_nodes, "max_chars": max_chars,
-                                   "cwd": os.getcwd(), **_scope(project, source, since, until)})
+    return parse(Recall, hub.post("/v1/recall", {"query": query, "max_nodes": max_nodes, "max_chars": max_chars,
+                                                 "cwd": os.getcwd(), **_scope(project, source, since, until)}), "recall")
 
 
 def search(hub: Hub, query: str, limit: int = 10, project: str | None = None, source: str | None = None,
-           since: str | None = None, until: str | None = None) -> list[dict[str, Any]]:
+           since: str | None = None, until: str | None = None) -> list[SearchHit]:
     """The hub's search hits for ``query``."""
-    return _listed(hub.post("/v1/search", {"query": query, "limit": limit, "cwd": os.getcwd(),
-                                           **_scope(project, source, since, until)}), "hits")
+    return parse(SearchResult, hub.post("/v1/search", {"query": query, "limit": limit, "cwd": os.getcwd(),
+                                                       **_scope(project, source, since, until)}), "search")["hits"]
 
 
-def note(hub: Hub, home: Path, text: str, title: str | None = None, project: str | None = None) -> dict[str, Any]:
+def note(hub: Hub, home: Path, text: str, title: str | None = None, project: str | None = None) -> NoteResult:
     """Store a note on the hub; spooled here (``queued``) when the hub cannot be reached."""
     try:
-        return hub.post("/v1/note", {"text": text, "title": title, "project": project})
+        return parse(NoteResult, hub.post("/v1/note", {"text": text, "title": title, "project": project}), "note")
     except HubError as exc:
         if exc.reachable:
             raise
@@ -76,48 +78,50 @@ class HubMemory:
         self.settings, self.hub = settings, hub
 
     def recall(self, query: str, max_nodes: int | None = None, max_chars: int | None = None,
-               scope: Scope = Scope(), cwd: str | None = None) -> dict[str, Any]:
-        return self.hub.post("/v1/recall", {"query": query, "max_nodes": max_nodes, "max_chars": max_chars,
-                                            "cwd": cwd, **_scope_fields(scope)})
+               scope: Scope = Scope(), cwd: str | None = None) -> Recall:
+        return parse(Recall, self.hub.post("/v1/recall", {"query": query, "max_nodes": max_nodes, "max_chars": max_chars,
+                                                          "cwd": cwd, **_scope_fields(scope)}), "recall")
 
-    def search(self, query: str, limit: int = 10, scope: Scope = Scope(), cwd: str | None = None) -> list[dict[str, Any]]:
-        return _listed(self.hub.post("/v1/search", {"query": query, "limit": limit, "cwd": cwd,
-                                                    **_scope_fields(scope)}), "hits")
+    def search(self, query: str, limit: int = 10, scope: Scope = Scope(), cwd: str | None = None) -> list[SearchHit]:
+        return parse(SearchResult, self.hub.post("/v1/search", {"query": query, "limit": limit, "cwd": cwd,
+                                                                **_scope_fields(scope)}), "search")["hits"]
 
-    def timeline(self, node_id: str, before: int = 3, after: int = 3) -> list[dict[str, Any]]:
-        return _listed(self.hub.post("/v1/timeline", {"id": node_id, "before": before, "after": after}), "nodes")
+    def timeline(self, node_id: str, before: int = 3, after: int = 3) -> list[TimelineNode]:
+        answer = self.hub.post("/v1/timeline", {"id": node_id, "before": before, "after": after})
+        return parse(list[TimelineNode], _listed(answer, "nodes"), "timeline")
 
-    def get(self, ids: list[str]) -> list[dict[str, Any]]:
-        return _listed(self.hub.post("/v1/get", {"ids": ids}), "nodes")
+    def get(self, ids: list[str]) -> list[Node]:
+        return parse(list[Node], _listed(self.hub.post("/v1/get", {"ids": ids}), "nodes"), "nodes")
 
-    def list_articles(self) -> list[dict[str, Any]]:
-        return _listed(self.hub.get("/v1/articles"), "articles")
+    def list_articles(self) -> list[ArticleSummary]:
+        return parse(list[ArticleSummary], _listed(self.hub.get("/v1/articles"), "articles"), "article list")
 
-    def read_article(self, name: str) -> dict[str, Any]:
-        return self.hub.post("/v1/article", {"title": name})
+    def read_article(self, name: str) -> Article:
+        return parse(Article, self.hub.post("/v1/article", {"title": name}), "article")
 
-    def read_section(self, name: str, section: str) -> dict[str, Any]:
-        return self.hub.post("/v1/article-section", {"title": name, "section": section})
+    def read_section(self, name: str, section: str) -> Section:
+        return parse(Section, self.hub.post("/v1/article-section", {"title": name, "section": section}), "section")
 
-    def article_toc(self, name: str) -> list[dict[str, Any]]:
-        return _listed(self.hub.post("/v1/article-toc", {"title": name}), "sections")
+    def article_toc(self, name: str) -> list[TocEntry]:
+        answer = self.hub.post("/v1/article-toc", {"title": name})
+        return parse(list[TocEntry], _listed(answer, "sections"), "table of contents")
 
-    def article_links(self, name: str) -> dict[str, Any]:
-        return self.hub.post("/v1/article-links", {"title": name})
+    def article_links(self, name: str) -> ArticleLinks:
+        return parse(ArticleLinks, self.hub.post("/v1/article-links", {"title": name}), "article links")
 
-    def note(self, text: str, title: str | None = None, project: str | None = None) -> dict[str, Any]:
+    def note(self, text: str, title: str | None = None, project: str | None = None) -> NoteResult:
         """A note stored on the hub (spooled here when it cannot be reached)."""
         return note(self.hub, self.settings.home, text, title=title, project=project)
 
 
-def _scope_fields(scope: Scope) -> dict[str, Any]:
+def _scope_fields(scope: Scope) -> dict[str, str | None]:
     # ISO times: the hub's `Scope.of` reads them back as the same bounds (a whole-day --until included).
     return {"project": scope.project, "source": scope.source,
             "since": scope.since.isoformat() if scope.since else None,
             "until": scope.until.isoformat() if scope.until else None}
 
 
-def _listed(answer: dict[str, Any], key: str) -> list[dict[str, Any]]:
+def _listed(answer: dict[str, Any], key: str) -> list[object]:
     rows = answer.get(key)
     if not isinstance(rows, list):
         raise HubError(f"the hub answered without {key} ({str(answer)[:80]}) — is it an older memvault?", True)

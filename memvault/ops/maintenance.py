@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from memvault.ops.admin_results import Checkpointed, Compacted, EdgesRebuilt, Merged, Retired, Tiered
 from memvault.ops.session import Session
 from stores.location import retire_replaced_indexes
 from stores.nodes import NodeIndex, now_utc
 
 
-def compact(nodes: NodeIndex, margin_hours: float) -> dict[str, Any]:
+def compact(nodes: NodeIndex, margin_hours: float) -> Compacted:
     """LanceDB optimize: merge small files, fold new rows into indexes, drop versions past the margin."""
     return {"versions_left": nodes.optimize(timedelta(hours=margin_hours))}
 
@@ -59,7 +60,7 @@ def top_similar(vectors: np.ndarray, ids: list[str], parents: list[str | None], 
     return edges
 
 
-def rebuild_edges(nodes: NodeIndex, threshold: float, k: int) -> dict[str, Any]:
+def rebuild_edges(nodes: NodeIndex, threshold: float, k: int) -> EdgesRebuilt:
     """Replace every `similar` edge by the exact top-``k`` over all nodes (one commit)."""
     table = nodes.vectors()
     before = len(nodes.all_edges())
@@ -132,7 +133,7 @@ def repoint(edges: list[tuple[str, str, float]], merged: dict[str, str]) -> list
     return [(s, d, w) for (s, d), w in best.items()]
 
 
-def merge_duplicates(nodes: NodeIndex, similarity: float) -> dict[str, Any]:
+def merge_duplicates(nodes: NodeIndex, similarity: float) -> Merged:
     """Keep one of each group of near-duplicate nodes and point their edges at it."""
     merged = find_duplicates(nodes.vectors(), nodes.parent_ids(), similarity)
     if merged:
@@ -141,7 +142,7 @@ def merge_duplicates(nodes: NodeIndex, similarity: float) -> dict[str, Any]:
     return {"merged": len(merged)}
 
 
-def age_tiers(nodes: NodeIndex, cold_after_days: int | None, now: datetime | None = None) -> dict[str, Any]:
+def age_tiers(nodes: NodeIndex, cold_after_days: int | None, now: datetime | None = None) -> Tiered:
     """Drop the vectors of conversation nodes older than ``cold_after_days`` (None: keep all).
 
     Their text stays in the full-text index, so recall still finds them by words.
@@ -156,7 +157,7 @@ def age_tiers(nodes: NodeIndex, cold_after_days: int | None, now: datetime | Non
     return {"cold": len(cold)}
 
 
-def retire_old_indexes(session: Session, margin_hours: float) -> dict[str, Any]:
+def retire_old_indexes(session: Session, margin_hours: float) -> Retired:
     """Delete node-index directories that `memvault reindex` replaced, once past the margin.
 
     A reader that opened the old index before the swap keeps working until then.
@@ -164,6 +165,6 @@ def retire_old_indexes(session: Session, margin_hours: float) -> dict[str, Any]:
     return {"retired_indexes": retire_replaced_indexes(session.settings, margin_hours * 3600)}
 
 
-def checkpoint_ledger(session: Session) -> dict[str, Any]:
+def checkpoint_ledger(session: Session) -> Checkpointed:
     """Fold the ledger's write-ahead log into its file (nothing to do before the first run)."""
     return {"checkpointed": session.checkpoint_ledger()}

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -17,6 +17,8 @@ from memvault.embeddings.select import embedder_for
 from memvault.errors import EmbedderMismatchError, NotFoundError, UsageError
 from memvault.markdown.tree import article_nodes
 from memvault.markdown.wikilinks import find_links, link_key
+from memvault.ops.results import (Article, ArticleLinks, ArticleSummary, Node, Recall, RecallHit, SearchHit, Section,
+                                   TimelineNode, TocEntry)
 from memvault.recall.access import ACCESS_LOG, append_access
 from memvault.recall.block import render_block
 from memvault.recall.query import hop_terms
@@ -206,12 +208,12 @@ class MemoryService:
         scored, _ = score_head(cands, lookup, self.weights(cwd), datetime.now(timezone.utc), None, query=query)
         return scored, rows, cands, qv
 
-    def search(self, query: str, limit: int = 10, scope: Scope = Scope(), cwd: str | None = None) -> list[dict[str, Any]]:
+    def search(self, query: str, limit: int = 10, scope: Scope = Scope(), cwd: str | None = None) -> list[SearchHit]:
         """Ids, titles, paths and scores of the best nodes — no bodies. ``scope`` filters,
         ``cwd`` (where the search is made from) boosts that project's nodes."""
         scored, rows = self._scored(_checked(query), max(self.settings.recall.top_k, limit), keep=limit,
                                     scope=scope, cwd=cwd)
-        out = []
+        out: list[SearchHit] = []
         for s in scored[:limit]:
             r = rows[s.id]
             out.append({"id": s.id, "title": r["title"], "path": r["path"], "kind": r["kind"],
@@ -220,7 +222,7 @@ class MemoryService:
         return out
 
     def recall(self, query: str, max_nodes: int | None = None, max_chars: int | None = None,
-               max_node_chars: int | None = None, scope: Scope = Scope(), cwd: str | None = None) -> dict[str, Any]:
+               max_node_chars: int | None = None, scope: Scope = Scope(), cwd: str | None = None) -> Recall:
         """A ``<memory-recall>`` block within the budgets, with every hit's explanation.
 
         ``scope`` keeps only nodes of that project, source and dates (inside the searches);
@@ -230,7 +232,7 @@ class MemoryService:
         cands, rows, lookup = self._candidates(_checked(query), r.top_k, scope, cwd)
         picked = self._select(cands, lookup, max_nodes or r.max_nodes, max_chars or r.max_chars,
                               max_node_chars or r.max_node_chars, cwd, query)
-        hits = []
+        hits: list[RecallHit] = []
         for s in picked:
             row = rows[s.id]
             cite = row["doc"] if row["doc"].startswith("conv:") else f"[[{row['doc']}]]"
@@ -270,16 +272,17 @@ class MemoryService:
         append_access(self.settings.state_dir / ACCESS_LOG, ids)
 
     # -- layers 2 and 3 ---------------------------------------------------------------------
-    def get(self, ids: list[str]) -> list[dict[str, Any]]:
+    def get(self, ids: list[str]) -> list[Node]:
         """Full nodes by id; ``NotFoundError`` names every id that is not in the index."""
         rows = self.nodes.get(ids)
         missing = [i for i in dict.fromkeys(ids) if i not in {r["id"] for r in rows}]
         if missing:
             raise NotFoundError(f"no node {', '.join(missing)} in the index — use ids from `memvault search` "
                                 "(an id from before a `memvault reindex` or a forget may be gone)")
-        return [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items() if k != "_distance"} for r in rows]
+        return [cast(Node, {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items() if k != "_distance"})
+                for r in rows]
 
-    def timeline(self, node_id: str, before: int = 3, after: int = 3) -> list[dict[str, Any]]:
+    def timeline(self, node_id: str, before: int = 3, after: int = 3) -> list[TimelineNode]:
         anchor = self.nodes.get([node_id])
         if not anchor:
             raise NotFoundError(f"no node {node_id} — use an id from `memvault search`")
@@ -290,11 +293,11 @@ class MemoryService:
                  "anchor": r["id"] == node_id} for r in part]
 
     # -- article tools ------------------------------------------------------------------------
-    def list_articles(self) -> list[dict[str, Any]]:
+    def list_articles(self) -> list[ArticleSummary]:
         from memvault.markdown.footnotes import citations
         from memvault.markdown.gate import word_count
 
-        out = []
+        out: list[ArticleSummary] = []
         for path in self.vault.list_articles():
             text = path.read_text(encoding="utf-8")
             out.append({"title": Vault.title_of(path), "path": str(path.relative_to(self.settings.home)),
@@ -308,17 +311,17 @@ class MemoryService:
             raise NotFoundError(f"no article named {name!r} — `memvault articles` lists them")
         return path
 
-    def read_article(self, name: str) -> dict[str, Any]:
+    def read_article(self, name: str) -> Article:
         path = self._article(name)
         return {"title": Vault.title_of(path), "path": str(path.relative_to(self.settings.home)),
                 "text": path.read_text(encoding="utf-8")}
 
-    def article_toc(self, name: str) -> list[dict[str, Any]]:
+    def article_toc(self, name: str) -> list[TocEntry]:
         path = self._article(name)
         return [{"path": n.path, "title": n.title, "line": n.line}
                 for n in article_nodes(path.stem, path.read_text(encoding="utf-8")) if n.kind == "section"]
 
-    def read_section(self, name: str, section: str) -> dict[str, Any]:
+    def read_section(self, name: str, section: str) -> Section:
         path = self._article(name)
         text = path.read_text(encoding="utf-8")
         lines = text.splitlines()
@@ -344,7 +347,7 @@ class MemoryService:
         return {"article": Vault.title_of(path), "section": n.title, "path": n.path,
                 "text": "\n".join(lines[start:end]).strip() + "\n"}
 
-    def article_links(self, name: str) -> dict[str, Any]:
+    def article_links(self, name: str) -> ArticleLinks:
         path = self._article(name)
         out = sorted({t for t, _, _ in find_links(path.read_text(encoding="utf-8"))})
         key = link_key(path.stem)

@@ -15,6 +15,7 @@ from memvault.errors import DiskFullError, LockedError, UsageError, disk_full
 from memvault.ids import short_ids
 from memvault.lock import writer_lock
 from memvault.models import Conversation, Message
+from memvault.ops.results import NoteResult
 from memvault.redact import redact_conversation
 from memvault.settings import Settings
 
@@ -40,7 +41,7 @@ def make_note(settings: Settings, text: str, title: str | None = None, project: 
 
 
 def add_note(settings: Settings, text: str, title: str | None = None, project: str | None = None,
-             author: str = "user", embedder: Any = None, lock_timeout_s: float | None = None) -> dict[str, Any]:
+             author: str = "user", embedder: Any = None, lock_timeout_s: float | None = None) -> NoteResult:
     """Store and index a note; spooled instead when the writer lock stays busy.
 
     Returns ``id`` (the full key), ``cite`` (``conv:<short>`` once stored; the 8-hex prefix

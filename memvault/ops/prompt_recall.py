@@ -16,6 +16,7 @@ Standard library only at import: the heavy modules load inside ``evaluate``.
 import json
 import time
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -25,6 +26,7 @@ from memvault.prompt_gate import (GateParams, Signals, bounded_query, content_wo
 
 if TYPE_CHECKING:
     from memvault.ops.memory import MemoryService
+    from memvault.ops.results import PromptRecallAnswer
 
 STDIN_MAX_BYTES = 8 << 20  # a hook payload past this is not parsed at all: nothing injected
 UNITS = 3  # evidence units the decision weighs
@@ -46,7 +48,7 @@ class PromptAnswer(NamedTuple):
     def explain(self) -> str:
         return explain(self.injected, self.reasons, len(self.block))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> "PromptRecallAnswer":
         s = self.signals
         return {"block": self.block, "injected": self.injected, "reasons": self.reasons,
                 "signals": None if s is None else {"words": list(s.words), "idf_mass": round(s.idf_mass, 3),
@@ -180,7 +182,7 @@ def _via_hub(home: Path, prompt: str, cwd: str | None, session: str | None) -> t
 
 
 def prompt_block(service: "MemoryService", prompt: str, cwd: str | None = None,
-                 session_id: str | None = None) -> dict[str, Any]:
+                 session_id: str | None = None) -> "PromptRecallAnswer":
     """``evaluate`` as JSON (what `memvault serve`'s ``/prompt-recall`` and the daemon answer)."""
     return evaluate(service, prompt, cwd, session_id).as_dict()
 
@@ -231,7 +233,7 @@ def prompt_recall(home: Path, raw: str | bytes, timeout_s: float | None = None) 
     if info is not None:
         try:
             wait = timeout_s if timeout_s is not None else float(info.get("prompt_timeout_s") or 0.8)
-            return _via_serve(info, prompt, cwd, wait).get("block") or "", "serve"
+            return _via_serve(info, prompt, cwd, wait), "serve"
         except (OSError, ValueError) as exc:
             spool.log_line(state, f"prompt-recall: `memvault serve` (pid {info.get('pid')}) did not answer "
                                   f"({type(exc).__name__}); recalling in process")
@@ -252,7 +254,8 @@ def prompt_recall(home: Path, raw: str | bytes, timeout_s: float | None = None) 
         return "", "error"
 
 
-def _via_serve(info: dict[str, Any], prompt: str, cwd: str | None, timeout_s: float) -> dict[str, Any]:
+def _via_serve(info: dict[str, Any], prompt: str, cwd: str | None, timeout_s: float) -> str:
+    """The block a running `memvault serve` answers for ``prompt`` (its ``/prompt-recall``)."""
     import urllib.parse
     import urllib.request
 
@@ -260,8 +263,8 @@ def _via_serve(info: dict[str, Any], prompt: str, cwd: str | None, timeout_s: fl
     host = info.get("host") or "127.0.0.1"
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{int(info['port'])}/prompt-recall?{query}"
     with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - loopback, our own server
-        answer: dict[str, Any] = json.loads(resp.read().decode("utf-8"))
-        return answer
+        answer = json.loads(resp.read().decode("utf-8"))
+        return str(answer.get("block") or "")
 
 
 def explain_prompt(home: Path, prompt: str, cwd: str | None = None) -> str:
@@ -269,7 +272,8 @@ def explain_prompt(home: Path, prompt: str, cwd: str | None = None) -> str:
     from memvault.prompt_gate import explain as say
 
     reason = trivial_reason(bounded_query(prompt))
-    answer = None if reason else hookd_client.ask(home, {"op": "prompt-recall", "prompt": prompt, "cwd": cwd})
+    answer: Mapping[str, Any] | None = (
+        None if reason else hookd_client.ask(home, {"op": "prompt-recall", "prompt": prompt, "cwd": cwd}))
     if answer is None and not reason:
         from memvault.ops.memory import MemoryService
         from memvault.settings import load_settings

@@ -17,6 +17,7 @@ from memvault.embeddings import Embedder
 from memvault.embeddings.select import embedder_for
 from memvault.ids import short_ids
 from memvault.markdown.tree import article_nodes
+from memvault.ops.admin_results import ReindexStarted, Reindexed
 from memvault.ops.maintenance import rebuild_edges
 from memvault.ops.session import writing
 from memvault.progress import Progress
@@ -47,7 +48,7 @@ def all_rows(ledger: Ledger, vault: Vault, context_turns: int) -> tuple[list[dic
 REINDEX_LOG = "reindex.log"
 
 
-def spawn_reindex(settings: Settings) -> dict[str, Any]:
+def spawn_reindex(settings: Settings) -> ReindexStarted:
     """Start `memvault reindex` detached (its own session, no terminal), logging to
     ``.memvault/reindex.log``; returns its pid and the log. Recall keeps using the old index
     meanwhile; the swap happens when the new one is complete, and a killed rebuild leaves
@@ -62,7 +63,7 @@ def spawn_reindex(settings: Settings) -> dict[str, Any]:
     return {"pid": proc.pid, "log": str(log_path)}
 
 
-def rebuild_index(settings: Settings, embedder: Embedder | None = None, progress: Progress | None = None) -> dict[str, Any]:
+def rebuild_index(settings: Settings, embedder: Embedder | None = None, progress: Progress | None = None) -> Reindexed:
     """Under the writer lock, build a complete new index, then make it the live one; returns
     counts and both locations."""
     # Behind the home's vector cache: a reindex with an embedder used before re-embeds
@@ -73,7 +74,7 @@ def rebuild_index(settings: Settings, embedder: Embedder | None = None, progress
 
 
 def _rebuild(settings: Settings, ledger: Ledger, vault: Vault, embedder: Embedder,
-             progress: Progress | None) -> dict[str, Any]:
+             progress: Progress | None) -> Reindexed:
     old = index_uri(settings)
     rows, cids = all_rows(ledger, vault, settings.index.context_turns)
     uri = next_index_uri(settings)

@@ -25,6 +25,7 @@ from memvault.errors import UsageError
 from memvault.files import atomic_write_text
 from memvault.ops.deployment_files import install_root, template, work_pool_name
 from memvault.logs import LOGGER_PACKAGES
+from memvault.ops.admin_results import NextRun, ScheduleApplied, SchedulePlan, ScheduleState
 from memvault.settings import Settings
 
 SERVER, WORKER = "prefect-server", "prefect-worker"
@@ -44,7 +45,7 @@ class Plan:
     at: str | None = None
     timezone: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> SchedulePlan:
         return {"platform": self.platform, "unit_dir": str(self.unit_dir), "at": self.at, "timezone": self.timezone,
                 "files": [{"path": str(p), "content": c} for p, c in self.write.items()],
                 "remove": [str(p) for p in self.remove],
@@ -205,7 +206,7 @@ def run_command(argv: list[str], may_fail: bool) -> None:
                          f"{(result.stderr or result.stdout).strip()[:400]}")
 
 
-def apply(plan: Plan, settings: Settings, run: Runner = run_command) -> dict[str, Any]:
+def apply(plan: Plan, settings: Settings, run: Runner = run_command) -> ScheduleApplied:
     """Write/remove the files, then run the commands; records the schedule in .memvault/schedule.json."""
     changed = [str(p) for p, text in plan.write.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
     if plan.write:
@@ -225,7 +226,7 @@ def apply(plan: Plan, settings: Settings, run: Runner = run_command) -> dict[str
     return {**plan.as_dict(), "changed": changed}
 
 
-def schedule_state(settings: Settings) -> dict[str, Any]:
+def schedule_state(settings: Settings) -> ScheduleState:
     """For `status`: is the schedule installed, which files, the nightly time."""
     state_path = settings.state_dir / STATE_FILE
     state = json.loads(state_path.read_text()) if state_path.is_file() else {}
@@ -256,7 +257,7 @@ def wait_for_server(api_url: str, timeout_s: float = 90.0) -> bool:
     return False
 
 
-def next_scheduled_run(api_url: str, timeout_s: float = 2.0) -> dict[str, Any] | None:
+def next_scheduled_run(api_url: str, timeout_s: float = 2.0) -> NextRun:
     """The next scheduled run of the nightly deployment, asked of a running server (never starts one)."""
     import httpx
 

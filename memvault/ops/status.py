@@ -5,63 +5,63 @@ busy past a short retry (``Ledger.open``), status answers from the last run repo
 who is writing.
 """
 
-from dataclasses import asdict
-from typing import Any
-
 from memvault.errors import LedgerBusy
+from memvault.ops.admin_results import LastRun, NextRun, ScheduleState, Status
 from memvault.ops.home import permission_warnings, require_home
 from memvault.settings import Settings
 
 
-def gather_status(settings: Settings) -> dict[str, Any]:
+def gather_status(settings: Settings) -> Status:
+    """What `memvault status` shows; counts from the last run report while a writer holds the ledger."""
+    from memvault import hookd_client
     from memvault.reports import latest_report
     from stores.ledger import Ledger
-    from stores.nodes import NodeIndex
+    from stores.nodes import NodeIndex, embedding_model
+    from stores.rows import LedgerCounts
     from stores.vault import Vault
 
     require_home(settings.home)
-    data: dict[str, Any] = {"home": str(settings.home), "engine": settings.engine,
-                            "conversations": None, "messages": None, "chunks": None, "buckets": None,
-                            "articles": len(Vault(settings.home).list_articles()), "nodes": 0, "last_run": None}
+    articles = len(Vault(settings.home).list_articles())
+    counts, last_run, note = LedgerCounts(0, 0, 0, 0), None, None
     busy: LedgerBusy | None = None
     indexed: list[str] | None = None
     if settings.ledger_path.exists():
         try:
             with Ledger.open(settings, read_only=True) as ledger:
-                data.update(asdict(ledger.counts()))
+                counts = ledger.counts()
                 last = ledger.last_run()
-                data["last_run"] = asdict(last) if last else None
+                last_run = LastRun(run_id=last.run_id, status=last.status, finished_at=last.finished_at) if last else None
                 indexed = ledger.indexed_conversation_ids()
         except LedgerBusy as exc:
             busy = exc
-    if data["conversations"] is None:
+    if indexed is None:  # no ledger yet, or a writer holds it: the last run report says what it can
         report = latest_report(settings.runs_dir)
         if report:
-            data["last_run"] = {"run_id": report["run_id"], "status": report["status"],
-                                "finished_at": report.get("finished_at")}
+            last_run = LastRun(run_id=report["run_id"], status=report["status"], finished_at=report.get("finished_at"))
         if busy is not None:
             who = busy.holder or {}
-            data["note"] = (f"another memvault process (pid {who.get('pid', '?')}, {who.get('command', '?')}) "
-                            "is writing; counts come from the last run report")
-        data.update({k: 0 for k in ("conversations", "messages", "chunks", "buckets")})
-    from stores.nodes import embedding_model
-
+            note = (f"another memvault process (pid {who.get('pid', '?')}, {who.get('command', '?')}) "
+                    "is writing; counts come from the last run report")
     index = NodeIndex.inspect(settings)
-    data["nodes"] = index.nodes
-    data["warnings"] = _index_agreement(settings, indexed) if indexed is not None else []
-    data["warnings"] += permission_warnings(settings.home)
-    data.update(_operations(settings, index.uri, index.bytes, index.model))
+    warnings = _index_agreement(settings, indexed) if indexed is not None else []
+    warnings += permission_warnings(settings.home)
     configured = embedding_model(settings)[0]
-    data["configured_embedding_model"] = configured
     if index.model and index.model != configured:
-        data["warnings"].append(
+        warnings.append(
             f"the node index was built by `{index.model}`, but the settings name `{configured}`: recall answers from "
             "the old index (full text only unless its embedder is a bundled one) and `memvault run` leaves the index "
             "as it is — run `memvault reindex` to re-embed into a new index (the old one serves until it is done)")
-    from memvault import hookd_client
-
-    data["hook_daemon"] = hookd_client.status(settings.home)
-    return data
+    engine_in_use, schedule, next_run = _operations(settings)
+    status: Status = {
+        "home": str(settings.home), "engine": settings.engine, "conversations": counts.conversations,
+        "messages": counts.messages, "chunks": counts.chunks, "buckets": counts.buckets, "articles": articles,
+        "nodes": index.nodes, "last_run": last_run, "warnings": warnings, "engine_in_use": engine_in_use,
+        "index_uri": index.uri, "index_bytes": index.bytes, "embedding_model": index.model, "schedule": schedule,
+        "next_run": next_run, "configured_embedding_model": configured,
+        "hook_daemon": hookd_client.status(settings.home)}
+    if note is not None:
+        status["note"] = note
+    return status
 
 
 def _index_agreement(settings: Settings, indexed: list[str]) -> list[str]:
@@ -81,25 +81,16 @@ def _index_agreement(settings: Settings, indexed: list[str]) -> list[str]:
             "(recall cannot find them) — `memvault run` rebuilds them (or `memvault reindex` rebuilds the whole index)"]
 
 
-def _operations(settings: Settings, uri: str, size: int | None, model: str | None) -> dict[str, Any]:
-    """Engine in use, index size and model, schedule state, and the next run (issue 7)."""
+def _operations(settings: Settings) -> tuple[str | None, ScheduleState, NextRun | None]:
+    """The engine of the last run, the schedule's state, and the next run (issue 7)."""
     import os
 
     from memvault.ops.schedule import next_scheduled_run, schedule_state
     from memvault.reports import latest_report
 
     report = latest_report(settings.runs_dir)
-    out: dict[str, Any] = {
-        "engine_in_use": report.get("engine") if report else None,
-        "index_uri": uri,
-        "index_bytes": size,
-        "embedding_model": model,
-        "schedule": schedule_state(settings),
-        "next_run": None,
-    }
     # Only a server the user runs is asked; without PREFECT_API_URL Prefect would start a
     # temporary one, which status must never do.
     api_url = os.environ.get("PREFECT_API_URL")
-    if api_url:
-        out["next_run"] = next_scheduled_run(api_url)
-    return out
+    return (report.get("engine") if report else None, schedule_state(settings),
+            next_scheduled_run(api_url) if api_url else None)

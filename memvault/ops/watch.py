@@ -15,6 +15,7 @@ from typing import Any
 
 from memvault import spool
 from memvault.errors import ConfigError
+from memvault.ops.admin_results import DrainTotals
 from memvault.settings import Settings
 from tasks.ingest_files import SUFFIXES, configured_roots, discover
 
@@ -63,7 +64,7 @@ def kind_of(path: Path, roots: list[tuple[str, Path]]) -> str | None:
 
 
 def watch(settings: Settings, stop: threading.Event | None = None, poll: bool = False, embedder: Any = None,
-          on_cycle: Callable[[dict[str, Any]], None] | None = None, max_cycles: int | None = None) -> int:
+          on_cycle: Callable[[DrainTotals], None] | None = None, max_cycles: int | None = None) -> int:
     """Watch until ``stop`` is set (or ``max_cycles`` change sets were handled); returns the
     number of drains. ``on_cycle`` receives each drain's totals (the CLI prints them)."""
     from memvault.ops.drain import run_drainer

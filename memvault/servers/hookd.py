@@ -20,6 +20,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,7 @@ class HookDaemon:
         self.served = 0
         self.stop = threading.Event()
 
-    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, request: dict[str, Any]) -> Mapping[str, object]:
         """The answer to one request (an ``error`` key when it cannot be answered)."""
         op = request.get("op")
         if op == "ping":
@@ -78,7 +79,7 @@ class HookDaemon:
                 while len(data) <= REQUEST_MAX_BYTES and (chunk := conn.recv(65536)):
                     data += chunk
                 if len(data) > REQUEST_MAX_BYTES:
-                    reply: dict[str, Any] = {"error": "request too long"}
+                    reply: Mapping[str, object] = {"error": "request too long"}
                 else:
                     request = json.loads(data.decode("utf-8", errors="replace") or "null")
                     reply = self.answer(request) if isinstance(request, dict) else {"error": "not a JSON object"}
@@ -120,7 +121,7 @@ def _same_user(conn: socket.socket) -> bool:
     if cred is None:
         return True  # the socket's folder (0700) and mode (0600) keep others out
     _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, cred, struct.calcsize("3i")))
-    return uid == os.getuid()
+    return bool(uid == os.getuid())
 
 
 def bind(path: Path) -> socket.socket:

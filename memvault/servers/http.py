@@ -23,6 +23,7 @@ from memvault.errors import (AmbiguousIdError, IndexMismatchError, LedgerBusy, M
 from memvault.hub_wire import is_loopback
 from memvault.ops.memory import MemoryService
 from memvault.ops.prompt_recall import prompt_block
+from memvault.ops.results import ArticleHtml, Health
 from memvault.servers import SharedService
 from memvault.servers.auth import Guard, host_of
 from memvault.servers.hub import hub_routes
@@ -42,6 +43,11 @@ def check_bind(host: str, allow_remote: bool, token_file: object = None) -> None
     if token_file is None:
         raise UsageError(f"refusing --allow-remote on {host} without --token-file FILE: the API would answer anyone "
                          "on the network — add --token-file ~/memvault/.memvault/hub.token (created if missing)")
+
+
+def _int_or(request: Request, name: str, default: int, low: int = 0, high: int = 100_000) -> int:
+    value = _int(request, name, default, low, high)
+    return default if value is None else value
 
 
 def _int(request: Request, name: str, default: int | None, low: int = 0, high: int = 100_000) -> int | None:
@@ -106,7 +112,7 @@ def build_app(shared: SharedService, allowed_hosts: tuple[str, ...] = (), token:
 
         return handle
 
-    def health(request: Request, s: MemoryService) -> dict[str, Any]:
+    def health(request: Request, s: MemoryService) -> Health:
         # Cheap: no model load. A missing or mismatched index answers 503 with what to do.
         return {"status": "ok", "home": str(s.settings.home), "nodes": s.nodes.count(),
                 "articles": len(s.vault.list_articles())}
@@ -120,14 +126,14 @@ def build_app(shared: SharedService, allowed_hosts: tuple[str, ...] = (), token:
     routes = [
         Route("/health", endpoint(health)),
         Route("/search", endpoint(lambda r, s: {"query": _query(r), "hits": s.search(
-            _query(r), _int(r, "limit", 10, 1, 100), scope=_scope(r), cwd=_cwd(r))})),
+            _query(r), _int_or(r, "limit", 10, 1, 100), scope=_scope(r), cwd=_cwd(r))})),
         Route("/recall", endpoint(lambda r, s: s.recall(_query(r), max_nodes=_int(r, "max_nodes", None, 1, 50),
                                                        max_chars=_int(r, "max_chars", None, 200, 50_000),
                                                        scope=_scope(r), cwd=_cwd(r)))),
         # The UserPromptSubmit hook's question: a block only when the best hit clears the threshold.
         Route("/prompt-recall", endpoint(lambda r, s: prompt_block(s, _query(r), _cwd(r)))),
-        Route("/timeline/{id}", endpoint(lambda r, s: s.timeline(r.path_params["id"], _int(r, "before", 3, 0, 50),
-                                                                _int(r, "after", 3, 0, 50)))),
+        Route("/timeline/{id}", endpoint(lambda r, s: s.timeline(r.path_params["id"], _int_or(r, "before", 3, 0, 50),
+                                                                _int_or(r, "after", 3, 0, 50)))),
         Route("/get", endpoint(lambda r, s: s.get(get_ids(r)))),
         Route("/articles", endpoint(lambda r, s: s.list_articles())),
         Route("/articles/{title}", endpoint(lambda r, s: s.read_article(r.path_params["title"]))),
@@ -160,7 +166,7 @@ def browse_routes(endpoint: Callable[..., Callable[[Request], JSONResponse]]) ->
         return list_conversations(s.settings, p.get("project"), p.get("source"), p.get("since"), p.get("until"),
                                   _int(r, "limit", 100, 0, 100_000))
 
-    def html(r: Request, s: MemoryService) -> dict[str, Any]:
+    def html(r: Request, s: MemoryService) -> ArticleHtml:
         article = s.read_article(r.path_params["title"])
 
         def resolve(page: str) -> str | None:

@@ -13,7 +13,7 @@ exist only when the server has a token.
 import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -22,6 +22,8 @@ from starlette.routing import Route
 
 from memvault import spool
 from memvault.errors import MemvaultError, UsageError
+from memvault.ops.results import (CaptureStored, Node, NoteResult, PromptRecallAnswer, Recall, SearchResult, Section,
+                                   TimelineNode)
 from memvault.servers import SharedService
 
 API_VERSION = 1
@@ -62,7 +64,7 @@ def _field(body: Any, name: str, kind: type, default: Any = None, required: bool
 
 
 def _query(body: Any) -> str:
-    query = _field(body, "query", str, required=True).strip()
+    query = str(_field(body, "query", str, required=True)).strip()
     if not query:
         raise UsageError("field query is empty")
     return query
@@ -98,12 +100,12 @@ def hub_routes(shared: SharedService, write: bool) -> list[Route]:
         handler: Callable[[Request], Awaitable[JSONResponse]] = handle
         return Route(path, handler, methods=[method])
 
-    def recall(body: Any) -> Any:
+    def recall(body: Any) -> Recall:
         return shared.call(lambda s: s.recall(_query(body), max_nodes=_field(body, "max_nodes", int),
                                               max_chars=_field(body, "max_chars", int), scope=_scope(body),
                                               cwd=_field(body, "cwd", str)))
 
-    def search(body: Any) -> Any:
+    def search(body: Any) -> SearchResult:
         limit = _field(body, "limit", int, 10)
         if not 1 <= limit <= 100:
             raise UsageError("field limit must be 1..100")
@@ -111,7 +113,7 @@ def hub_routes(shared: SharedService, write: bool) -> list[Route]:
         return {"query": query, "hits": shared.call(lambda s: s.search(query, limit, scope=_scope(body),
                                                                         cwd=_field(body, "cwd", str)))}
 
-    def prompt(body: Any) -> Any:
+    def prompt(body: Any) -> PromptRecallAnswer:
         from memvault.ops.prompt_recall import prompt_block
 
         text = _field(body, "prompt", str, "")
@@ -147,20 +149,21 @@ def reader_routes(shared: SharedService, route: Callable[..., Route]) -> list[Ro
     def title(body: Any) -> str:
         return str(_field(body, "title", str, required=True))
 
-    def around(body: Any) -> Any:
+    def around(body: Any) -> dict[str, list[TimelineNode]]:
         node, before, after = _field(body, "id", str, required=True), _field(body, "before", int, 3), _field(body, "after", int, 3)
         if not (0 <= before <= 50 and 0 <= after <= 50):
             raise UsageError("fields before and after must be 0..50")
         return {"nodes": shared.call(lambda s: s.timeline(node, before, after))}
 
-    def get(body: Any) -> Any:
+    def get(body: Any) -> dict[str, list[Node]]:
         ids = _field(body, "ids", list, required=True)
         if not ids or len(ids) > 100 or not all(isinstance(i, str) for i in ids):
             raise UsageError("field ids must be a list of 1..100 node ids (strings)")
         # The vector is the index's business, not an agent's (the local MCP tool drops it too).
-        return {"nodes": [{k: v for k, v in r.items() if k != "vector"} for r in shared.call(lambda s: s.get(ids))]}
+        rows = shared.call(lambda s: s.get(ids))
+        return {"nodes": [cast(Node, {k: v for k, v in r.items() if k != "vector"}) for r in rows]}
 
-    def section(body: Any) -> Any:
+    def section(body: Any) -> Section:
         name, part = title(body), _field(body, "section", str, required=True)
         return shared.call(lambda s: s.read_section(name, part))
 
@@ -172,7 +175,7 @@ def reader_routes(shared: SharedService, route: Callable[..., Route]) -> list[Ro
             route("/v1/article-links", "POST", lambda body: shared.call(lambda s: s.article_links(title(body))))]
 
 
-def capture(shared: SharedService, body: Any) -> dict[str, Any]:
+def capture(shared: SharedService, body: Any) -> CaptureStored:
     """Store a capture's new bytes (``CaptureConflict`` → 409 with what the hub holds)."""
     from memvault.ops.hub_inbox import Capture, CaptureConflict, store
 
@@ -191,7 +194,7 @@ class _Conflict(UsageError):
         self.have = have
 
 
-def note(shared: SharedService, body: Any) -> dict[str, Any]:
+def note(shared: SharedService, body: Any) -> NoteResult:
     """Store a note sent by another machine (redacted, indexed at once, as `memvault note`)."""
     from memvault.ops.note import add_note
 

@@ -16,7 +16,7 @@ The one write tool, ``remember``, is listed always but refuses unless the settin
 """
 
 from collections.abc import Callable
-from typing import Annotated, Any, Protocol, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -28,6 +28,8 @@ from memvault.errors import MemvaultError
 from memvault.ops.agent_setup import render_index
 from memvault.ops.hub_remote import HubMemory
 from memvault.ops.memory import MemoryService
+from memvault.ops.results import (Article, ArticleLinks, ArticleSummary, Node, NoteResult, Recall, RecallHit,
+                                   SearchHit, Section, TimelineNode, TocEntry)
 from memvault.recall.scope import Scope
 from memvault.servers import wrap_for_agent
 from memvault.settings import Settings
@@ -41,15 +43,15 @@ class Memory(Protocol):
     @property
     def settings(self) -> Settings: ...
     def recall(self, query: str, *, max_nodes: int | None = None, max_chars: int | None = None,
-               scope: Scope = ..., cwd: str | None = None) -> dict[str, Any]: ...
-    def search(self, query: str, limit: int = 10, scope: Scope = ..., cwd: str | None = None) -> list[dict[str, Any]]: ...
-    def timeline(self, node_id: str, before: int = 3, after: int = 3) -> list[dict[str, Any]]: ...
-    def get(self, ids: list[str]) -> list[dict[str, Any]]: ...
-    def list_articles(self) -> list[dict[str, Any]]: ...
-    def read_article(self, name: str) -> dict[str, Any]: ...
-    def read_section(self, name: str, section: str) -> dict[str, Any]: ...
-    def article_toc(self, name: str) -> list[dict[str, Any]]: ...
-    def article_links(self, name: str) -> dict[str, Any]: ...
+               scope: Scope = ..., cwd: str | None = None) -> Recall: ...
+    def search(self, query: str, limit: int = 10, scope: Scope = ..., cwd: str | None = None) -> list[SearchHit]: ...
+    def timeline(self, node_id: str, before: int = 3, after: int = 3) -> list[TimelineNode]: ...
+    def get(self, ids: list[str]) -> list[Node]: ...
+    def list_articles(self) -> list[ArticleSummary]: ...
+    def read_article(self, name: str) -> Article: ...
+    def read_section(self, name: str, section: str) -> Section: ...
+    def article_toc(self, name: str) -> list[TocEntry]: ...
+    def article_links(self, name: str) -> ArticleLinks: ...
 
 
 class Door(Protocol):
@@ -129,11 +131,15 @@ class SearchOut(BaseModel):
 
 
 class NodesOut(BaseModel):
-    nodes: list[dict[str, Any]]
+    nodes: list[TimelineNode]
+
+
+class FullNodesOut(BaseModel):
+    nodes: list[Node]
 
 
 class ArticlesOut(BaseModel):
-    articles: list[dict[str, Any]]
+    articles: list[ArticleSummary]
 
 
 class TextOut(BaseModel):
@@ -144,7 +150,7 @@ class TextOut(BaseModel):
 
 
 class SectionsOut(BaseModel):
-    sections: list[dict[str, Any]]
+    sections: list[TocEntry]
 
 
 class LinksOut(BaseModel):
@@ -164,8 +170,9 @@ def _result(text: str, data: BaseModel) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data.model_dump(mode="json"))
 
 
-def _hit(h: dict[str, Any]) -> Hit:
-    return Hit(**{k: h.get(k) for k in Hit.model_fields})
+def _hit(h: RecallHit | SearchHit) -> Hit:
+    # The service's hit read as the tools' Hit: what one kind of hit lacks is None, ``explain`` is left out.
+    return Hit.model_validate(h)
 
 
 def _run(shared: Door, fn: Callable[[Memory], Any], writes: bool = False) -> Any:
@@ -178,71 +185,86 @@ def _run(shared: Door, fn: Callable[[Memory], Any], writes: bool = False) -> Any
 
 
 def build_server(shared: Door) -> MCPServer:
-    """The MCP server with memvault's read-only tools and the article-list resource."""
+    """The MCP server with memvault's read-only tools, ``remember`` and the article resources."""
     # WARNING, not the SDK's INFO: its root logger printed every request, and every anticipated
     # ToolError (no such article) as a multi-line block, into the client's server log.
     server = MCPServer(name="memvault", title="memvault — the user's memory", instructions=INSTRUCTIONS,
                        version=__version__, log_level="WARNING")
+    _search_tools(server, shared)
+    _article_tools(server, shared)
+    _remember_tool(server, shared)
+    _article_resources(server, shared)
+    return server
 
-    def tool(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        return server.tool(description=description, annotations=READ_ONLY)
 
-    def scope(project: str | None, source: str | None, since: str | None, until: str | None) -> Scope:
-        try:
-            return Scope.of(project, source, since, until)
-        except MemvaultError as exc:
-            raise ToolError(str(exc)) from exc
+def _read_only(server: MCPServer, description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return server.tool(description=description, annotations=READ_ONLY)
 
-    @tool("Recall what the user's memory knows about a subject: the best passages from their "
-          "articles and past conversations, as one <memory-recall> block with citations. Use it "
-          "first, quietly, whenever a request touches the user's own projects, people, decisions, "
-          "preferences or history.")
+
+def _scope(project: str | None, source: str | None, since: str | None, until: str | None) -> Scope:
+    try:
+        return Scope.of(project, source, since, until)
+    except MemvaultError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def _search_tools(server: MCPServer, shared: Door) -> None:
+    """`recall`, `search`, `timeline` and `get`: finding what memory holds."""
+
+    @_read_only(server, "Recall what the user's memory knows about a subject: the best passages from their "
+                        "articles and past conversations, as one <memory-recall> block with citations. Use it "
+                        "first, quietly, whenever a request touches the user's own projects, people, decisions, "
+                        "preferences or history.")
     def recall(query: Query,
                max_nodes: Annotated[int | None, Field(ge=1, le=50, description="Most passages (default from settings).")] = None,
                max_chars: Annotated[int | None, Field(ge=200, le=50_000, description="Most characters in the block.")] = None,
                project: Project = None, source: Source = None, since: Since = None, until: Until = None,
                cwd: Cwd = None) -> Annotated[CallToolResult, RecallOut]:
-        sc = scope(project, source, since, until)
+        sc = _scope(project, source, since, until)
         r = _run(shared, lambda s: s.recall(query, max_nodes=max_nodes, max_chars=max_chars, scope=sc, cwd=cwd))
         return _result(r["block"], RecallOut(query=r["query"], block=r["block"], hits=[_hit(h) for h in r["hits"]]))
 
-    @tool("Search the user's memory and get ids, titles, paths and scores only (no text). Use it to "
-          "find a conversation or section, then `timeline` for its surroundings or `get` for full text.")
+    @_read_only(server, "Search the user's memory and get ids, titles, paths and scores only (no text). Use it to "
+                        "find a conversation or section, then `timeline` for its surroundings or `get` for full text.")
     def search(query: Query,
                limit: Annotated[int, Field(ge=1, le=100, description="How many hits.")] = 10,
                project: Project = None, source: Source = None, since: Since = None, until: Until = None,
                cwd: Cwd = None) -> Annotated[CallToolResult, SearchOut]:
-        sc = scope(project, source, since, until)
+        sc = _scope(project, source, since, until)
         hits = _run(shared, lambda s: s.search(query, limit, scope=sc, cwd=cwd))
         return _result(wrap_for_agent("search", hits), SearchOut(query=query, hits=[_hit(h) for h in hits]))
 
-    @tool("The nodes around one memory node (from `search`), in document order: what was said "
-          "just before and after in that conversation or article.")
+    @_read_only(server, "The nodes around one memory node (from `search`), in document order: what was said "
+                        "just before and after in that conversation or article.")
     def timeline(id: Annotated[str, Field(description="A node id from `search`.")],  # noqa: A002 - the name agents see
                  before: Annotated[int, Field(ge=0, le=50)] = 3,
                  after: Annotated[int, Field(ge=0, le=50)] = 3) -> Annotated[CallToolResult, NodesOut]:
         rows = _run(shared, lambda s: s.timeline(id, before, after))
         return _result(wrap_for_agent("timeline", rows), NodesOut(nodes=rows))
 
-    @tool("Full text and metadata of memory nodes by id (ids come from `search` or `timeline`).")
+    @_read_only(server, "Full text and metadata of memory nodes by id (ids come from `search` or `timeline`).")
     def get(ids: Annotated[list[str], Field(min_length=1, max_length=100, description="Node ids.")]
-            ) -> Annotated[CallToolResult, NodesOut]:
-        rows = [{k: v for k, v in r.items() if k != "vector"} for r in _run(shared, lambda s: s.get(ids))]
-        return _result(wrap_for_agent("get", rows), NodesOut(nodes=rows))
+            ) -> Annotated[CallToolResult, FullNodesOut]:
+        rows = [cast(Node, {k: v for k, v in r.items() if k != "vector"}) for r in _run(shared, lambda s: s.get(ids))]
+        return _result(wrap_for_agent("get", rows), FullNodesOut(nodes=rows))
 
-    @tool("List the articles of the user's memory wiki (title, words, citations, last update). "
-          "Each article is what is known about one subject of the user's life or work.")
+
+def _article_tools(server: MCPServer, shared: Door) -> None:
+    """The article tools: list, read whole or by section, table of contents, links."""
+
+    @_read_only(server, "List the articles of the user's memory wiki (title, words, citations, last update). "
+                        "Each article is what is known about one subject of the user's life or work.")
     def list_articles() -> Annotated[CallToolResult, ArticlesOut]:
         rows = _run(shared, lambda s: s.list_articles())
         return _result(wrap_for_agent("list_articles", rows), ArticlesOut(articles=rows))
 
-    @tool("Read one article of the user's memory wiki in full (Markdown, with footnotes citing "
-          "the conversations it came from).")
+    @_read_only(server, "Read one article of the user's memory wiki in full (Markdown, with footnotes citing "
+                        "the conversations it came from).")
     def read_article(title: Title) -> Annotated[CallToolResult, TextOut]:
         a = _run(shared, lambda s: s.read_article(title))
         return _result(wrap_for_agent("read_article", a["text"]), TextOut(title=a["title"], path=a["path"], text=a["text"]))
 
-    @tool("Read one section of an article (by section title or path from `article_toc`).")
+    @_read_only(server, "Read one section of an article (by section title or path from `article_toc`).")
     def read_section(title: Title,
                      section: Annotated[str, Field(description="Section title or path.")]
                      ) -> Annotated[CallToolResult, TextOut]:
@@ -250,16 +272,20 @@ def build_server(shared: Door) -> MCPServer:
         return _result(wrap_for_agent("read_section", a["text"]),
                        TextOut(title=a["article"], path=a["path"], section=a["section"], text=a["text"]))
 
-    @tool("The table of contents (section titles and paths) of an article.")
+    @_read_only(server, "The table of contents (section titles and paths) of an article.")
     def article_toc(title: Title) -> Annotated[CallToolResult, SectionsOut]:
         rows = _run(shared, lambda s: s.article_toc(title))
         return _result(wrap_for_agent("article_toc", rows), SectionsOut(sections=rows))
 
-    @tool("Wikilinks out of an article and the articles that link into it: related subjects.")
+    @_read_only(server, "Wikilinks out of an article and the articles that link into it: related subjects.")
     def article_links(title: Title) -> Annotated[CallToolResult, LinksOut]:
         data = _run(shared, lambda s: s.article_links(title))
         return _result(wrap_for_agent("article_links", data),
                        LinksOut(article=data["article"], out=data["out"], inbound=data["in"]))
+
+
+def _remember_tool(server: MCPServer, shared: Door) -> None:
+    """``remember``, the one write tool (refused unless ``mcp.allow_write`` is on)."""
 
     @server.tool(description="Remember something for the user: a fact, a decision or a preference worth "
                              "keeping beyond this session, stored as a note (recallable at once, folded "
@@ -277,7 +303,7 @@ def build_server(shared: Door) -> MCPServer:
                             "(memvault.toml [mcp] allow_write = true, or `memvault agent-setup "
                             "claude-code --allow-write`) — tell the user what you wanted to remember")
 
-        def store(s: Memory) -> dict[str, Any]:
+        def store(s: Memory) -> NoteResult:
             if isinstance(s, HubMemory):  # a client: the hub stores and indexes it
                 return s.note(text, title=title, project=project)
             assert isinstance(s, MemoryService)
@@ -289,6 +315,10 @@ def build_server(shared: Door) -> MCPServer:
         # A note spooled for an unreachable hub has no id or cite yet: empty, and queued says so.
         return _result(wrap_for_agent("remember", said),
                        RememberOut(id=r.get("id") or "", cite=r.get("cite") or "", queued=bool(r["queued"])))
+
+
+def _article_resources(server: MCPServer, shared: Door) -> None:
+    """The article list and each article as MCP resources."""
 
     @server.resource("memvault://articles", name="articles", title="Articles of the user's memory",
                      description="Titles of every article in the memory wiki, marked as memvault's index.",
@@ -309,8 +339,6 @@ def build_server(shared: Door) -> MCPServer:
         except MemvaultError as exc:
             raise ResourceError(str(exc)) from exc
         return wrap_for_agent("read_article", a["text"])
-
-    return server
 
 
 def run_stdio(shared: Door) -> None:

@@ -31,3 +31,15 @@ def test_node_text_with_brackets_prints_verbatim(home: Path, embedder) -> None:
     assert listed.exit_code == 0 and message["path"] in listed.output
     explained = cli("--home", str(home), "recall", "tidepool config colours", "--explain")
     assert explained.exit_code == 0 and "[red]bold red[/red]" in explained.output
+
+
+def test_recall_explain_says_the_score_in_words_and_numbers(home: Path, embedder) -> None:
+    add_note(load_settings(home), TEXT + "\n2026-12-02", title="tidepool config", embedder=embedder)
+    hits = json.loads(cli("--home", str(home), "recall", "tidepool config colours", "--json").output)["hits"]
+    explained = cli("--home", str(home), "recall", "tidepool config colours", "--explain")
+
+    assert explained.exit_code == 0 and "{'" not in explained.output  # no dict repr
+    for h in hits:
+        assert f"{h['score']:.4f}  {h['path']}" in explained.output
+        assert f"    total {h['explain']['total']:.4f}" in explained.output
+    assert "    matched: base " in explained.output

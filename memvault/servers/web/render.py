@@ -11,11 +11,12 @@ URL check (no ``javascript:``), and every attribute memvault writes itself is es
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererHTML
 from markdown_it.rules_block import StateBlock
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
@@ -138,6 +139,7 @@ def article_html(text: str, resolve: Resolver) -> str:
         "wikilink": _wikilink_renderer(resolve),
     }
     # A renderer of our own per call (the resolver differs per vault); the parser stays shared.
-    renderer = type(md.renderer)()
+    # markdown-it-py's RendererProtocol omits `rules`, which its RendererHTML has.
+    renderer = cast(RendererHTML, type(md.renderer)())
     renderer.rules.update(rules)
     return str(renderer.render(tokens, md.options, {}))
