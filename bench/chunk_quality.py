@@ -302,8 +302,7 @@ def cached_embedder(path: Path | None) -> Any:
         from memvault.embeddings.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder()
-    sys.path.insert(0, str(ROOT / "bench"))
-    from recall_quality import CachedEmbedder
+    from bench.recall_quality import CachedEmbedder
 
     return CachedEmbedder(path)
 

@@ -45,12 +45,12 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 EXE = str(Path(sys.executable).with_name("memvault"))
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "MEMVAULT_ENGINE": "none"}
@@ -92,7 +92,7 @@ def unrelated_prompts(koala: Path | None, hh: Path | None, shared: Path) -> list
 
 def answerable(data: list[dict[str, Any]]) -> list[tuple[str, str, list[str], list[str]]]:
     """``(split, question, gold turn texts, gold ids)``: conversations 1–3 tune, 4–5 report."""
-    from recall_quality import evidence, sessions, turn_text
+    from bench.recall_quality import evidence, sessions, turn_text
 
     out = []
     for n, sample in enumerate(data):
@@ -112,7 +112,7 @@ def build_home(data: list[dict[str, Any]], work: Path) -> Path:
     from memvault.markdown.tree import conversation_nodes
     from memvault.ops.home import init_home
     from memvault.settings import load_settings
-    from recall_quality import CachedEmbedder, sessions, turn_text
+    from bench.recall_quality import CachedEmbedder, sessions, turn_text
     from stores.nodes import NodeIndex
     from tasks.index import rows_for, write_index
 
@@ -124,7 +124,8 @@ def build_home(data: list[dict[str, Any]], work: Path) -> Path:
     for sample in data:
         name = str(sample.get("sample_id", "conv"))
         for n, date, raw, turns in sessions(sample["conversation"]):
-            msgs = [(str(t["dia_id"]), str(t.get("speaker") or "?"), turn_text(t), date) for t in turns]
+            msgs: list[tuple[str, str, str, datetime | str | None]] = [
+                (str(t["dia_id"]), str(t.get("speaker") or "?"), turn_text(t), date) for t in turns]
             doc = f"conv:{name}-s{n}"
             tree = conversation_nodes(doc[5:], f"{name}-s{n}", f"{name} session {n}",
                                       date.strftime("%Y-%m-%d %H:%M") if date else raw, "locomo", msgs)

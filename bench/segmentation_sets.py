@@ -158,13 +158,24 @@ def _synthetic(_cache: Path) -> list[Conversation]:
     return [c for c in read_memvault(DEV_FILE) if c["id"].startswith("synthetic-")]
 
 
-SETS: dict[str, Callable[[Path], list[Conversation]]] = {
-    **{f"tiage:{s}": (lambda cache, s=s: read_tiage(cache / TIAGE.format(split=s))) for s in ("train", "dev", "test")},
-    **{f"dialseg711:{s}": (lambda cache, s=s: read_unified(cache / UNIFIED.format(name="dialseg_711"), s, "dialseg711", DIALSEG_DEV_EVERY))
-       for s in ("dev", "test")},
+Reader = Callable[[Path], list[Conversation]]
+
+
+def _tiage_split(split: str) -> Reader:
+    return lambda cache: read_tiage(cache / TIAGE.format(split=split))
+
+
+def _unified_split(name: str, split: str, label: str, dev_every: int | None = None) -> Reader:
+    if dev_every is None:
+        return lambda cache: read_unified(cache / UNIFIED.format(name=name), split, label)
+    return lambda cache: read_unified(cache / UNIFIED.format(name=name), split, label, dev_every)
+
+
+SETS: dict[str, Reader] = {
+    **{f"tiage:{s}": _tiage_split(s) for s in ("train", "dev", "test")},
+    **{f"dialseg711:{s}": _unified_split("dialseg_711", s, "dialseg711", DIALSEG_DEV_EVERY) for s in ("dev", "test")},
     "dialseg711:tadam": lambda cache: read_tadam(cache / TADAM),
-    **{f"committee:{s}": (lambda cache, s=s: read_unified(cache / UNIFIED.format(name="meeting_committee"), s, "committee"))
-       for s in ("dev", "test")},
+    **{f"committee:{s}": _unified_split("meeting_committee", s, "committee") for s in ("dev", "test")},
     "ours": _ours,
     "synthetic": _synthetic,
 }

@@ -175,6 +175,21 @@ def before(v: np.ndarray, texts: list[str], floor: float, depth: float) -> set[i
     return cuts
 
 
+def _before(floor: float, depth: float) -> Variant:
+    return lambda f, u, t, _w: before(_unit(f + u), t, floor, depth)
+
+
+def _rate(length: float, block: int) -> Variant:
+    return lambda f, u, t, _w: rate(f, u, t, length, block)
+
+
+def _tiling(whole: bool = False, **kw: Any) -> Variant:
+    """``tiling`` with ``kw``; ``whole``: the conversation's texts go in as ``all_texts`` (lexical)."""
+    if whole:
+        return lambda f, u, t, w: tiling(f, u, t, all_texts=w, **kw)
+    return lambda f, u, t, _w: tiling(f, u, t, **kw)
+
+
 def variants() -> dict[str, Variant]:
     """Every variant tried, by name (see bench/README.md for what each means)."""
     out: dict[str, Variant] = {}
@@ -184,37 +199,32 @@ def variants() -> dict[str, Variant]:
         return cs.boundaries(full, texts, defaults.boundary_similarity, defaults.boundary_depth)
 
     out["chosen (tasks/chunk_segment.py now): block 3, full text, floor 0.40, depth 0.10"] = chosen
-    out["before: block 2, full text + user turn, floor 0.20, depth 0.30"] = (
-        lambda f, u, t, _w: before(_unit(f + u), t, 0.20, 0.30))
+    out["before: block 2, full text + user turn, floor 0.20, depth 0.30"] = _before(0.20, 0.30)
     for floor, depth in itertools.product((0.2, 0.3, 0.4, 0.5, 0.6), (0.1, 0.3)):
-        out[f"before's rule, floor {floor}, depth {depth}"] = (
-            lambda f, u, t, _w, floor=floor, depth=depth: before(_unit(f + u), t, floor, depth))
+        out[f"before's rule, floor {floor}, depth {depth}"] = _before(floor, depth)
     # Baselines: what F1 with a one-message tolerance gives for nothing on sets of short topics.
     out["baseline: no cut"] = lambda f, u, t, _w: set()
     out["baseline: a cut at every exchange"] = lambda f, u, t, _w: set(range(1, len(f)))
     out["baseline: a cut every 2 exchanges"] = lambda f, u, t, _w: set(range(2, len(f), 2))
     grid = itertools.product((0.5, 1.0), (2, 3), (0, 1), (0.5, 1.0, 1.5, 99.0), (1, 3), (0.0, 0.4))
     for mix, block, width, c, gap, floor in grid:
-        out[f"adaptive mix {mix} block {block} smooth {width} c {c} min {gap} floor {floor}"] = (
-            lambda f, u, t, _w, kw=dict(mix=mix, block=block, width=width, c=c, min_gap=gap, floor=floor):
-            tiling(f, u, t, **kw))
+        out[f"adaptive mix {mix} block {block} smooth {width} c {c} min {gap} floor {floor}"] = _tiling(
+            mix=mix, block=block, width=width, c=c, min_gap=gap, floor=floor)
     for mix, block, c, dmin, floor in itertools.product((0.5, 0.75, 1.0), (3, 4), (0.5, 1.0, 1.5), (0.05, 0.1, 0.15, 0.2),
                                                         (0.2, 0.3, 0.4)):
-        out[f"adaptive+dmin mix {mix} block {block} c {c} dmin {dmin} floor {floor}"] = (
-            lambda f, u, t, _w, kw=dict(mix=mix, block=block, c=c, dmin=dmin, floor=floor): tiling(f, u, t, **kw))
+        out[f"adaptive+dmin mix {mix} block {block} c {c} dmin {dmin} floor {floor}"] = _tiling(
+            mix=mix, block=block, c=c, dmin=dmin, floor=floor)
     for mix, near, c, dmin, floor in itertools.product((0.75, 1.0), (0.25, 0.5), (1.5, 2.0, 99.0), (0.08, 0.1, 0.12),
                                                        (0.35, 0.4, 0.45)):
-        out[f"fine mix {mix} block 3 near {near} c {c} dmin {dmin} floor {floor}"] = (
-            lambda f, u, t, _w, kw=dict(mix=mix, block=3, near=near, c=c, dmin=dmin, floor=floor): tiling(f, u, t, **kw))
+        out[f"fine mix {mix} block 3 near {near} c {c} dmin {dmin} floor {floor}"] = _tiling(
+            mix=mix, block=3, near=near, c=c, dmin=dmin, floor=floor)
     for length, block in itertools.product((2.0, 2.5, 3.0, 4.0), (2, 3)):
-        out[f"rate: deepest valleys, one per {length} exchanges, block {block}"] = (
-            lambda f, u, t, _w, length=length, block=block: rate(f, u, t, length, block))
+        out[f"rate: deepest valleys, one per {length} exchanges, block {block}"] = _rate(length, block)
     for lex in (0.25, 0.5):
         for c in (1.0, 99.0):
-            out[f"adaptive mix 0.5 block 2 lexical {lex} c {c}"] = (
-                lambda f, u, t, w, lex=lex, c=c: tiling(f, u, t, lex=lex, c=c, all_texts=w))
+            out[f"adaptive mix 0.5 block 2 lexical {lex} c {c}"] = _tiling(lex=lex, c=c, whole=True)
     for c in (0.0, 0.25, 0.5, 1.0):
-        out[f"sims mix 0.5 block 2 c {c}"] = lambda f, u, t, _w, c=c: tiling(f, u, t, rule="sims", c=c)
+        out[f"sims mix 0.5 block 2 c {c}"] = _tiling(rule="sims", c=c)
     return out
 
 

@@ -35,6 +35,7 @@ import shutil
 import sys
 import tempfile
 from datetime import datetime, timedelta
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -116,10 +117,15 @@ def chunk_accounting(home: Path) -> dict[str, int]:
 
     with Ledger.open(load_settings(home), read_only=True) as ledger:
         con = ledger.con
-        total = con.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        woven = con.execute("SELECT count(DISTINCT chunk_id) FROM synthesized_bucket_chunks").fetchone()[0]
-        parked = con.execute("SELECT count(*) FROM unit_attempts WHERE stage = 'synthesize' AND parked "
-                             "AND reason IS NOT NULL AND reason <> ''").fetchone()[0]
+
+        def count(sql: str) -> int:
+            row = con.execute(sql).fetchone()
+            return int(row[0]) if row else 0
+
+        total = count("SELECT count(*) FROM chunks")
+        woven = count("SELECT count(DISTINCT chunk_id) FROM synthesized_bucket_chunks")
+        parked = count("SELECT count(*) FROM unit_attempts WHERE stage = 'synthesize' AND parked "
+                       "AND reason IS NOT NULL AND reason <> ''")
         unassigned = len(ledger.unassigned_chunks())
     waiting_page = home / "Meta" / "Waiting.md"
     listed = len(re.findall(r"^- `conv:", waiting_page.read_text(encoding="utf-8"), re.M)) if waiting_page.is_file() else 0
@@ -127,7 +133,7 @@ def chunk_accounting(home: Path) -> dict[str, int]:
             "unassigned": unassigned, "unaccounted": max(0, total - woven - min(listed, unassigned) - parked)}
 
 
-PLANTS = {
+PLANTS: dict[str, Callable[[str], str]] = {
     "filler-title": lambda t: re.sub(r"^# .*$", "# Thanks", t, count=1, flags=re.M),
     "needless-escape": lambda t: t.replace("\n## ", "\n## Planted\n\nThe release moved to \\*\\*August 26\\*\\* "
                                                     "after the review\\.\n\n## ", 1),
