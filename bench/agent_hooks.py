@@ -101,7 +101,8 @@ def threshold_study(home: Path) -> dict[str, list[float]]:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def cli_found(home: Path, word: str) -> bool:
@@ -179,7 +180,7 @@ def hook_figures(scratch: Path, reps: int, fig: dict[str, float | list[float]]) 
                               stdin=subprocess.PIPE)  # a "running drainer", so capture starts none
     time.sleep(0.3)
     fig["capture"] = median([MEMVAULT, "--home", str(spool_only), "capture"], stop, reps)
-    holder.communicate("")
+    holder.communicate(b"")
     prompt = json.dumps({"prompt": RELATED[0], "cwd": "/tmp"})
     fig["prompt-recall (direct)"] = median([MEMVAULT, "--home", str(scratch), "prompt-recall"], prompt, max(3, reps // 3))
 

@@ -41,7 +41,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 EXE = str(Path(sys.executable).with_name("memvault"))
 QUERIES = ("when does the postgres backup run?", "tidepool release checklist", "what did we decide about retention",
@@ -65,7 +64,7 @@ def timed_child(argv: list[str]) -> tuple[float, float, float, int]:
 
 def build_synthetic_home(n: int, where: Path) -> Path:
     """A memory home whose node index holds ~``n`` synthetic nodes (recall_latency's data)."""
-    from recall_latency import NODES_PER_DOC, Corpus, make_docs, synthetic_edges
+    from bench.recall_latency import NODES_PER_DOC, Corpus, make_docs, synthetic_edges
 
     from memvault.embeddings import DIM, MODEL_NAME
     from memvault.ops.home import init_home
@@ -98,7 +97,8 @@ def build_synthetic_home(n: int, where: Path) -> Path:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def warm_recall(home: Path, reps: int) -> dict[str, float]:

@@ -30,6 +30,7 @@ import os
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 from memvault.embeddings import DIM  # noqa: E402
 from memvault.embeddings.minilm import MiniLMEmbedder, build_export, export_path  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
-from recall_quality import sessions, turn_text  # noqa: E402
+from bench.recall_quality import sessions, turn_text  # noqa: E402
 from memvault.stages.index import rows_for  # noqa: E402
 
 CORES = os.cpu_count() or 1
@@ -57,7 +57,8 @@ def index_texts(data: Path, limit: int) -> list[str]:
     for sample in json.loads(data.read_text(encoding="utf-8")):
         name = str(sample.get("sample_id", "conv"))
         for n, date, raw, turns in sessions(sample["conversation"]):
-            msgs = [(str(t["dia_id"]), str(t.get("speaker") or "?"), turn_text(t), date) for t in turns]
+            msgs: list[tuple[str, str, str, datetime | str | None]] = [
+                (str(t["dia_id"]), str(t.get("speaker") or "?"), turn_text(t), date) for t in turns]
             tree = conversation_nodes(f"{name}-s{n}", f"s{n}", f"{name} session {n}",
                                       date.strftime("%Y-%m-%d %H:%M") if date else raw, "locomo", msgs)
             for r in rows_for(f"conv:{name}-s{n}", "conversation", tree, 1):
@@ -110,13 +111,16 @@ def make_embedder(variant: str, keep: Path) -> MiniLMEmbedder:
     if variant == "int8":
         return MiniLMEmbedder(model_file=int8_graph(base, keep / "int8.onnx"))
     if variant in ("static", "static-table"):
+        from bench.static_word_rows import WordStaticEmbedder
         from memvault.embeddings.static import StaticEmbedder
 
         if variant == "static-table" and STATIC_TABLE is None:
             raise SystemExit("the static-table variant needs --static-table FILE (bench/static_variants.py writes them)")
-        e = StaticEmbedder(table_file=STATIC_TABLE if variant == "static-table" else None)
-        if variant == "static-table":
-            e.dim = int(np.load(STATIC_TABLE, mmap_mode="r").shape[1])
+        table = STATIC_TABLE if variant == "static-table" else None
+        # The product's embedder for its own table; a bench table may hold word rows.
+        e = WordStaticEmbedder(table_file=table) if table is not None else StaticEmbedder()
+        if table is not None:
+            e.dim = int(np.load(table, mmap_mode="r").shape[1])
         e.embed(["distil the table now, if it is missing, not inside the timed pass"])
         return e
     if variant == "fused-int8":

@@ -38,8 +38,9 @@ FAILPOINTS = ("chunk:1", "cluster:1", "synthesize:1", "index:1", "changelog:comm
 def plain_execute(home: str, src: str) -> dict[str, Any]:
     """The nightly stages without a Prefect server (each task replaced by its function)."""
     from flows import nightly
+    from tasks.stages import RUNS, TASKS
 
-    nightly.TASKS.update({k: getattr(v, "fn", v) for k, v in nightly.TASKS.items()})
+    TASKS.update(RUNS)  # type: ignore[arg-type]  # the stage functions, called as the tasks are
     return nightly.execute(nightly.RunOptions(home=home, paths=[src]))
 
 
@@ -48,7 +49,7 @@ def env(**extra: str) -> dict[str, str]:
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", **extra}
 
 
-def child(home: Path, src: Path, **extra: str) -> subprocess.Popen:
+def child(home: Path, src: Path, **extra: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", str(home), str(src)],
                             cwd=ROOT, env=env(**extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -77,7 +78,7 @@ def end_state(home: Path) -> dict[str, Any]:
     ledger = Ledger(settings.ledger_path, read_only=True)
     try:
         counts = ledger.counts()
-        synthesized = ledger.con.execute("SELECT count(*), count(DISTINCT chunk_id) FROM synthesized_bucket_chunks").fetchone()
+        synthesized = ledger.con.execute("SELECT count(*), count(DISTINCT chunk_id) FROM synthesized_bucket_chunks").fetchone() or (0, 0)
         intents = len(ledger.intents())
     finally:
         ledger.close()
@@ -153,13 +154,14 @@ def main() -> None:
         if ref.returncode != 0:
             sys.exit(f"the uninterrupted run failed:\n{ref.stdout[-2000:]}{ref.stderr[-2000:]}")
         reference = end_state(home)
-        trials = [] if args.no_failpoints else [("fp", p) for p in FAILPOINTS]
+        trials: list[tuple[str, str | float]] = [] if args.no_failpoints else [("fp", p) for p in FAILPOINTS]
         # Random moments over the whole run, the process start (model load) included.
         trials += [("kill", rng.uniform(0.5, duration)) for _ in range(args.kills)]
         results = []
         for n, (kind, value) in enumerate(trials):
             r = trial(work / f"t{n}", args.samples, reference,
-                      failpoint=value if kind == "fp" else None, delay=value if kind == "kill" else None)
+                      failpoint=value if isinstance(value, str) else None,
+                      delay=value if isinstance(value, float) else None)
             results.append(r)
             if not args.json:
                 print(f"{r['kind']:<20} killed={r['killed']!s:<5} converged={r['converged']!s:<5} "

@@ -2,21 +2,14 @@
 
 A family is one idea with its free parameter on a small grid; `--variants` reports each member
 on the dev file and, per family, left one conversation out (the member best on the other
-conversations, scored on the held-out one). Every variant is a `ScoringWeights` change plus,
-from the sixth round, the number of candidates taken from each list (`recall.top_k`), so the
-product can run any of them from settings alone.
+conversations, scored on the held-out one). Every variant is a `BenchWeights` change: the
+product's weights (which the product runs from settings alone), from the sixth round the number
+of candidates taken from each list (`recall.top_k`), and the knobs of the variants the product
+did not adopt (min-max, peaked weights, kin support, the prompt lift: bench/scoring_variants.py).
 """
 
-from pydantic import Field
-
+from bench.scoring_variants import BenchWeights as BenchWeights  # re-exported: the variants' weights
 from memvault.recall.scoring import ScoringWeights
-
-
-class BenchWeights(ScoringWeights):
-    """Scoring weights and the candidate depth they are scored at."""
-
-    top_k: int | None = Field(default=None, description="Candidates per list (recall.top_k); None: as captured")
-    hop_k: int | None = Field(default=None, description="Second-hop candidates (recall.hop_k); None: as captured")
 
 
 # The recall.top_k that rounds one to five were measured at (cases captured deeper are cut to it).

@@ -26,7 +26,7 @@ def main() -> None:
     from stores.ledger import Ledger
     from memvault.stages.ingest import ingest_roots
     from tests.helpers import cc_session
-    from tests.ingest.fuzz_inputs import fuzz_case
+    from tests.stages.fuzz_inputs import fuzz_case
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=200)
@@ -39,7 +39,7 @@ def main() -> None:
 
     signal.signal(signal.SIGALRM, hung)
     rng = random.Random(args.seed)
-    figures = {"tried": 0, "crashed": 0, "hung": 0, "good_files_lost": 0, "reported_problems": 0}
+    figures: dict[str, float] = {"tried": 0, "crashed": 0, "hung": 0, "good_files_lost": 0, "reported_problems": 0}
     crashes: list[str] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

@@ -7,9 +7,11 @@ captured with them (`--set recall.hop_k=20`); each variant names its `hop_k` (0:
 hop's candidates alone, as recall was before), and the cases are cut to it.
 """
 
+from collections.abc import Mapping
+
 from memvault.recall.scoring import ScoringWeights
 
-from fusion_variants import BenchWeights
+from bench.fusion_variants import BenchWeights
 
 PREFIX = "gather"
 HOP_CAPTURED = 20  # recall.hop_k the cases are captured with
@@ -21,7 +23,7 @@ def gather_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeig
         update={"w_hop": 0.0, "w_session": 0.0, "w_cover": 0.0, "w_speaker": 0.0})
     families: dict[str, dict[str, ScoringWeights]] = {}
 
-    def family(name: str, changes: dict[str, dict[str, object]]) -> None:
+    def family(name: str, changes: Mapping[str, Mapping[str, object]]) -> None:
         full = f"{PREFIX}: {name}"
         members = {"none": {}, **changes}
         families[full] = {f"{full}: {label}": product.model_copy(update=change) for label, change in members.items()}

@@ -41,6 +41,7 @@ def _session_lines(rng: random.Random, session: str, target: int) -> list[str]:
         common = {"sessionId": session, "uuid": uuid, "parentUuid": parent, "timestamp": stamp, "cwd": "/src/app",
                   "version": "1.0.0", "userType": "external", "isSidechain": False}
         turn = n % 4
+        obj: dict[str, Any]
         if turn == 1:
             obj = {"type": "user", **common, "message": {"role": "user", "content": words(rng, rng.randint(8, 60))}}
         elif turn == 2:
@@ -140,7 +141,7 @@ def main() -> None:
         src = generate(base / "src", args.sessions, args.big_mb)
         gen = time.perf_counter() - t0
         many_home, small_home, big_home = (fresh_home(base, n) for n in ("home-many", "home-small", "home-big"))
-        results = {
+        results: dict[str, Any] = {
             "generate_seconds": round(gen, 1),
             "sessions_first": measure(many_home, src["sessions"]),
             "sessions_rerun": measure(many_home, src["sessions"]),

@@ -12,6 +12,7 @@ string cap out of reach (nothing is cut, as on main); "after" uses the default c
 import argparse
 import json
 import tempfile
+from typing import Any
 import time
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def _text(mb: int) -> str:
 
 
 def _chatgpt(text: str) -> str:
-    node = {"id": "a", "message": {"id": "a", "author": {"role": "user"}, "create_time": 1.7e9,
+    node: dict[str, Any] = {"id": "a", "message": {"id": "a", "author": {"role": "user"}, "create_time": 1.7e9,
                                    "content": {"content_type": "text", "parts": [text]}}, "parent": None,
             "children": []}
     return json.dumps([{"id": "c1", "title": "log", "create_time": 1.7e9, "update_time": 1.7e9,

@@ -63,7 +63,8 @@ def embed_cached(embedder: Any, texts: list[str], cache: Path) -> np.ndarray:
     key = hashlib.sha256(("\x1e".join(texts) + embedder.name).encode()).hexdigest()[:16]
     path = cache / f"{embedder.name}-{key}.npy"
     if path.is_file():
-        return np.load(path)
+        cached: np.ndarray = np.load(path)
+        return cached
     vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
     cache.mkdir(parents=True, exist_ok=True)
     np.save(path, vectors)

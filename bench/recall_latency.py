@@ -76,7 +76,8 @@ class Corpus:
 
     @staticmethod
     def _unit(x: np.ndarray) -> np.ndarray:
-        return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+        unit: np.ndarray = (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+        return unit
 
     def vectors(self, clusters: np.ndarray, spread: float = 0.8) -> np.ndarray:
         noise = self.rng.standard_normal((len(clusters), DIM)).astype(np.float32) / np.sqrt(DIM)
@@ -195,7 +196,7 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
         # changes the index); the data is regenerated from the same seed either way.
         kept = keep / str(n) if keep else None
         reuse = kept is not None and (kept / "nodes.lance").exists()
-        if reuse:
+        if kept is not None and reuse:
             shutil.copytree(kept / "nodes.lance", index_uri(settings))
         nodes = NodeIndex.open_or_create(settings)
         wanted = set(int(p) for p in picks)
@@ -288,8 +289,7 @@ def embedding_rate(data: Path, texts: int, results: dict[str, Any]) -> dict[str,
     ``bench/embedding.py``) and the projected hours to index 1M nodes: embedding at that rate
     plus the write cost per node of the largest size measured (wall, and at the CPU rate ×
     cores, what an idle machine gives)."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from embedding import CORES, index_texts, measure
+    from bench.embedding import CORES, index_texts, measure
 
     from memvault.embeddings.minilm import MiniLMEmbedder
 
@@ -338,13 +338,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(results, indent=2))
     else:
         print(f"{'nodes':>9} {'p50 ms':>8} {'p95 ms':>8} {'overlap':>8} {'write ms/node':>14} {'build s':>8} {'RSS MB':>8}")
-        for n, r in results.items():
-            if n == "embedding":
+        for key, r in results.items():
+            if key == "embedding":
                 continue
             if "error" in r:
-                print(f"{n:>9} {r['error']}")
+                print(f"{key:>9} {r['error']}")
                 continue
-            print(f"{n:>9} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['overlap']:>8} {r['write_ms_per_node']:>14} "
+            print(f"{key:>9} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['overlap']:>8} {r['write_ms_per_node']:>14} "
                   f"{r['build_s']:>8} {r['rss_mb']:>8}")
     return 0
 

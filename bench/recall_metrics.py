@@ -2,7 +2,7 @@
 overall and per LoCoMo category, and the left-one-conversation-out reports of a sweep and of
 the fusion variant families."""
 
-from collections import Counter
+from collections import defaultdict
 from typing import Any
 
 TURN_KS, SESSION_KS = (5, 10, 25), (2, 5)
@@ -34,7 +34,7 @@ class Tally:
     """Sums of every figure over questions, overall and per LoCoMo category."""
 
     def __init__(self) -> None:
-        self.sums: Counter[str] = Counter()
+        self.sums: dict[str, float] = defaultdict(float)
         self.n = 0
         self.by_category: dict[int, Tally] = {}
 
@@ -50,7 +50,8 @@ class Tally:
             self.by_category.setdefault(category, Tally()).add(ranked, gold)
 
     def merge(self, other: "Tally") -> None:
-        self.sums.update(other.sums)
+        for k, v in other.sums.items():  # adds, as Counter.update did
+            self.sums[k] += v
         self.n += other.n
         for cat, tally in other.by_category.items():
             self.by_category.setdefault(cat, Tally()).merge(tally)

@@ -42,21 +42,22 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 from memvault.embeddings import MODEL_DIMS, MODEL_NAME, STATIC_NAME  # noqa: E402
+from memvault.embeddings.base import Embedder  # noqa: E402
 from memvault.embeddings.minilm import MiniLMEmbedder  # noqa: E402
 from memvault.embeddings.select import embedder_for  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
-from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates  # noqa: E402
+from memvault.recall.scoring import Candidate, ScoringWeights  # noqa: E402
 from memvault.ops.memory import MemoryService  # noqa: E402
 from memvault.settings import Settings, load_settings  # noqa: E402
 from stores.nodes import NodeIndex  # noqa: E402
 from memvault.stages.index import rows_for, write_index  # noqa: E402
 
-from fusion_variants import BenchWeights, fusion_variants  # noqa: E402
-from gather_variants import gather_variants  # noqa: E402
-from recall_metrics import FIGURES, Tally, loo_report, sweep_report  # noqa: E402
+from bench.fusion_variants import BenchWeights, fusion_variants  # noqa: E402
+from bench.gather_variants import gather_variants  # noqa: E402
+from bench.recall_metrics import FIGURES, Tally, loo_report, sweep_report  # noqa: E402
+from bench.scoring_variants import score_variants  # noqa: E402
 
 MODES = ("full", "vector", "fulltext", "baseline_rrf")
 # --ablate: the full path again with scoring weights changed (same candidates, same index) …
@@ -79,7 +80,7 @@ class CachedEmbedder(MiniLMEmbedder):
     bench/embedding.py); a text is embedded once per run (or once per cache file)."""
 
     def __init__(self, cache_file: Path | None = None, model_file: Path | None = None,
-                 inner: MiniLMEmbedder | None = None) -> None:
+                 inner: Embedder | None = None) -> None:
         """``inner``: another embedder whose vectors are cached instead (``--embedder``)."""
         super().__init__(model_file=model_file)
         self.inner = inner
@@ -95,7 +96,8 @@ class CachedEmbedder(MiniLMEmbedder):
         keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
         todo = sorted({k: t for k, t in zip(keys, texts) if k not in self.cache}.items())
         if todo:
-            vecs = (self.inner or super()).embed([t for _, t in todo])
+            texts = [t for _, t in todo]
+            vecs = self.inner.embed(texts) if self.inner is not None else super().embed(texts)
             self.computed += len(todo)
             for (k, _), v in zip(todo, vecs):
                 self.cache[k] = v
@@ -199,7 +201,8 @@ def index_conversation(sample: dict[str, Any], embedder: CachedEmbedder, setting
     nodes = NodeIndex.open_or_create(settings)
     name = str(sample.get("sample_id", "conv"))
     for n, date, raw, turns in sessions(sample["conversation"]):
-        msgs = [(str(t["dia_id"]), str(t.get("speaker") or "?"), turn_text(t), date) for t in turns]
+        msgs: list[tuple[str, str, str, datetime | str | None]] = [
+            (str(t["dia_id"]), str(t.get("speaker") or "?"), turn_text(t), date) for t in turns]
         doc = f"conv:{name}-s{n}"
         title = f"{name} session {n}"
         tree = conversation_nodes(doc[5:], f"s{n}", title, date.strftime("%Y-%m-%d %H:%M") if date else raw,
@@ -323,7 +326,7 @@ def rank_case(case: Case, nodes: dict[str, tuple[str, str | None]], weights: Sco
     if top_k is not None or hop_k is not None:
         hits, dropped = cut_candidates(case.hits, top_k, hop_k)
         store = {**case.lifted, **dropped}
-    scored = score_candidates(hits, lambda ids: {i: store[i] for i in ids if i in store},
+    scored = score_variants(hits, lambda ids: {i: store[i] for i in ids if i in store},
                               weights, datetime.now(timezone.utc), query=case.question)
     return turn_ranking([{"kind": nodes[s.id][0], "ref": nodes[s.id][1]} for s in scored])
 
@@ -350,7 +353,8 @@ def score_conversation(conv: ConversationCases, tallies: dict[str, Tally], varia
 def scoring_code_hash() -> str:
     """What a memoised score depends on besides the weights and the cases: the scoring code."""
     recall = ROOT / "memvault" / "recall"
-    return hashlib.sha1(b"".join((recall / f).read_bytes() for f in ("scoring.py", "query.py"))).hexdigest()
+    files = [recall / "scoring.py", recall / "query.py", ROOT / "bench" / "scoring_variants.py"]
+    return hashlib.sha1(b"".join(f.read_bytes() for f in files)).hexdigest()
 
 
 def load_cases(args: argparse.Namespace, data: list[dict[str, Any]], overrides: dict[str, Any],
@@ -363,7 +367,8 @@ def load_cases(args: argparse.Namespace, data: list[dict[str, Any]], overrides: 
     if args.cases and args.cases.is_file():
         stored = pickle.loads(args.cases.read_bytes())
         if stored["key"] == key:
-            return stored["conversations"]
+            conversations: dict[str, ConversationCases] = stored["conversations"]
+            return conversations
         print(f"{args.cases} holds other data or settings: capturing again", file=sys.stderr)
     started = time.perf_counter()
     out: dict[str, ConversationCases] = {}
@@ -415,13 +420,14 @@ def main(argv: list[str] | None = None) -> int:
         key, _, value = item.partition("=")
         section, _, field = key.partition(".")
         overrides.setdefault(section, {})[field] = json.loads(value) if value[:1] in "-0123456789[{tf" else value
-    inner: MiniLMEmbedder | None = None
+    inner: Embedder | None = None
     if args.static_table:
-        from memvault.embeddings.static import StaticEmbedder
+        from bench import static_word_rows
 
         if args.embedder != STATIC_NAME:
             ap.error("--static-table needs --embedder " + STATIC_NAME)
-        inner = StaticEmbedder(table_file=args.static_table)
+        # A table of bench/static_words.py may hold word rows (static_head.py swaps in its head here).
+        inner = static_word_rows.WordStaticEmbedder(table_file=args.static_table)
         # A variant may keep another number of columns: the index of this run takes its width.
         inner.dim = MODEL_DIMS[STATIC_NAME] = int(np.load(args.static_table, mmap_mode="r").shape[1])
     if args.embedder != MODEL_NAME:

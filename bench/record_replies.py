@@ -81,7 +81,7 @@ def hf_folder(target: Path) -> Path:
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    plain = AutoModelForCausalLM.from_config(config)
+    plain = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]  # transformers: unannotated
     plain.load_state_dict(loaded.state_dict())
     plain.save_pretrained(str(target))
     tokenizer.save_pretrained(str(target))
@@ -130,7 +130,7 @@ class TransformersEngine:
             # The processor sees each token only at the next step: feed the last one too, or a
             # reply cut by max_new_tokens loses its final token (its closing bracket).
             processors[0].constraint.sync(new)
-        reply = processors[0].constraint.text() if processors else self.tokenizer.decode(new, skip_special_tokens=True)
+        reply = processors[0].constraint.text() if processors else str(self.tokenizer.decode(new, skip_special_tokens=True))
         return Completion(text=reply, prompt_tokens=ids.shape[-1], completion_tokens=len(new),
                           seconds=time.perf_counter() - start)
 
@@ -176,7 +176,7 @@ class Recorder:
     def __init__(self, inner: Any, meta: dict[str, Any], out: Path) -> None:
         self.inner, self.meta, self.out = inner, meta, out
         self.name = "smollm2"
-        self.model = MODEL
+        self.model: str | None = MODEL
         self.calls: list[dict[str, Any]] = []
         self.conversation: str | None = None
 

@@ -112,7 +112,7 @@ def plant_live(home: Path, tmp: Path, copies: dict[str, list[Form]], env: dict[s
     """Notes (in process: the function `note` and MCP `remember` call), hook captures (real hook
     processes and the drainer they start), malformed payloads."""
     from memvault import spool
-    from memvault.embeddings import embedder_for
+    from memvault.embeddings.select import embedder_for
     from memvault.ops.capture import capture
     from memvault.ops.note import add_note
     from memvault.settings import load_settings

@@ -25,8 +25,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
+from bench import static_word_rows  # noqa: E402
 from memvault.embeddings import static as static_embed  # noqa: E402
 
 HIDDEN = 1024
@@ -41,7 +41,7 @@ def head(dim: int) -> Any:
 def fit(args: argparse.Namespace) -> int:
     import torch
 
-    from static_variants import corpus_texts, held_out, token_matrix
+    from bench.static_variants import corpus_texts, held_out, token_matrix
 
     torch.manual_seed(0)
     tok = static_embed._tokenizer()
@@ -64,7 +64,7 @@ def fit(args: argparse.Namespace) -> int:
             b = perm[s:s + 256]
             loss = 1 - cosine(model(xs[b]), y[b]).mean()
             opt.zero_grad()
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]  # torch: Tensor.backward unannotated
             opt.step()
         if epoch % 5 == 0:
             with torch.no_grad():
@@ -77,7 +77,7 @@ def fit(args: argparse.Namespace) -> int:
 def score(weights: Path, rest: list[str]) -> int:
     import torch
 
-    import recall_quality
+    from bench import recall_quality
 
     if "--static-table" not in rest[:-1]:
         raise SystemExit("static_head.py score: give the table the head was fitted after (--static-table FILE)")
@@ -85,13 +85,14 @@ def score(weights: Path, rest: list[str]) -> int:
     model.load_state_dict(torch.load(weights))
     model.eval()
 
-    class HeadEmbedder(static_embed.StaticEmbedder):
+    class HeadEmbedder(static_word_rows.WordStaticEmbedder):
         def embed(self, texts: list[str]) -> np.ndarray:
             with torch.no_grad():
                 out: np.ndarray = model(torch.from_numpy(np.ascontiguousarray(super().embed(texts), dtype=np.float32))).numpy()
-            return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+            normed: np.ndarray = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+            return normed
 
-    static_embed.StaticEmbedder = HeadEmbedder  # type: ignore[misc]  # what recall_quality builds from --static-table
+    static_word_rows.WordStaticEmbedder = HeadEmbedder  # type: ignore[misc]  # what recall_quality builds from --static-table
     return recall_quality.main(rest)
 
 

@@ -4,7 +4,7 @@
 tokens' rows. Here a word of two or more pieces that is in a word list gets one row of its own
 instead of its pieces' rows — its teacher vector is MiniLM's mean-pooled output of
 ``[CLS] pieces-of-the-word [SEP]``, made the way the token rows are — and any other word keeps
-its pieces (`static_embed.text_rows`). Words are what BERT's normaliser and pre-tokenizer make
+its pieces (`bench.static_word_rows.text_rows`). Words are what BERT's normaliser and pre-tokenizer make
 of a text (lowercased, accents stripped, split on spaces and punctuation).
 
 A variant is named ``SOURCE-SIF[-xn][-lin]``:
@@ -24,7 +24,7 @@ A variant is named ``SOURCE-SIF[-xn][-lin]``:
 
 Rows of tokens and words go through one PCA (all 384 dimensions: centred and rotated). Each
 table is written as ``t_NAME.npy`` with its word list ``t_NAME.words.txt`` beside it, which
-`StaticEmbedder(table_file=…)` reads, so `bench/recall_quality.py --static-table` takes it:
+`WordStaticEmbedder(table_file=…)` (bench/static_word_rows.py) reads, so `bench/recall_quality.py --static-table` takes it:
 
     .venv/bin/python bench/static_words.py --chitchat DIR/chitchat_dataset/dataset.json --out /tmp/static-words \\
         --word-list /tmp/static-words/wordfreq_en.tsv [--teacher /tmp/sv/teacher.npy] \\
@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.static_variants import corpus_texts, held_out, linear_map, report, unit  # noqa: E402
+from bench.static_word_rows import continuation_mask, teacher_sequences, text_rows, word_index, words_path  # noqa: E402
 from memvault.embeddings import static as static_embed  # noqa: E402
 
 _NAME = re.compile(r"^(cc|wf(\d+)k)-(rank|freq)((?:-xn)?)((?:-lin)?)$")
@@ -87,12 +88,12 @@ def share_matrix(texts: list[str], tok: Any, words: list[str], rows: int) -> Any
     """Sparse (texts × rows) matrix of each text's row shares, rows as the embedder picks them."""
     import scipy.sparse as sp
 
-    index = static_embed.word_index(tok, words, tok.get_vocab_size())
-    continues, unk = static_embed.continuation_mask(tok), tok.token_to_id("[UNK]")
+    index = word_index(tok, words, tok.get_vocab_size())
+    continues, unk = continuation_mask(tok), tok.token_to_id("[UNK]")
     r, c, v = [], [], []
     for i, e in enumerate(tok.encode_batch(texts, add_special_tokens=False)):
         ids = np.asarray(e.ids, dtype=np.int64)
-        picked = static_embed.text_rows(ids[ids != unk], continues, index)
+        picked = text_rows(ids[ids != unk], continues, index)
         r += [i] * len(picked)
         c += picked.tolist()
         v += [1.0 / max(len(picked), 1)] * len(picked)
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             started = time.process_time()
             pieces = [e.ids for e in tok.encode_batch(words, add_special_tokens=False)]
-            word_teacher = static_embed.teacher_sequences(pieces)
+            word_teacher = teacher_sequences(pieces)
             print(f"{source}: teacher vectors of {len(words)} words ({np.mean([len(p) for p in pieces]):.2f} pieces "
                   f"on average): {time.process_time() - started:.1f} CPU-s", file=sys.stderr)
             np.save(kept, word_teacher)
@@ -181,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             table[live] = table[live] @ matrix + intercept
         out = args.out / f"t_{name}.npy"
         np.save(out, table.astype(np.float32))
-        static_embed.words_path(out).write_text("\n".join(words) + "\n", encoding="utf-8")
+        words_path(out).write_text("\n".join(words) + "\n", encoding="utf-8")
         hits = a[:, vocab:].getnnz() / max(a.getnnz(), 1)
         line = f"{name}: {len(words)} words, {hits:.1%} of corpus rows are word rows"
         if target is not None and lin:

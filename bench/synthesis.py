@@ -129,7 +129,8 @@ def quality(home: Path, report: dict[str, Any]) -> dict[str, Any]:
             for r in ledger.unit_results(stage).values():
                 if r.method != "model" and r.reason:
                     reasons.setdefault(f"{stage} {r.method}", Counter())[r.reason.split(":")[0][:90]] += 1
-    articles, sentences, traced = [], 0, 0
+    articles: list[dict[str, Any]] = []
+    sentences, traced = 0, 0
     for path in arts:
         text = path.read_text(encoding="utf-8")
         cited = [t for ref in set(_DEF.findall(text)) for cid, t in convs.items() if cid.startswith(ref)]

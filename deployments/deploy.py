@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import ConfigError, MemvaultError
+from memvault.ops.deployment_files import deployment_specs, install_root, work_pool_name
 from memvault.ops.schedule import nightly_cron, schedule_timezone
 from memvault.settings import Settings
-
-from deployments import deployment_specs, install_root, work_pool_name
 
 
 def api_url() -> str:
@@ -73,7 +72,7 @@ def register(settings: Settings, at: str | None = None) -> dict[str, Any]:
     """Register (or update) every deployment; returns what was registered and where."""
     from prefect.deployments.runner import RunnerDeployment
     from prefect.exceptions import ParameterTypeError
-    from prefect.flows import load_flow_from_entrypoint
+    from prefect.flows import Flow, load_flow_from_entrypoint
     from prefect.runner.storage import LocalStorage
     from prefect.schedules import Cron
 
@@ -87,7 +86,7 @@ def register(settings: Settings, at: str | None = None) -> dict[str, Any]:
                             "running? (`memvault schedule` keeps one alive)") from None
     registered = []
     for plan in planned(settings, at):
-        flow = load_flow_from_entrypoint(str(root / plan["flow_entrypoint"]))
+        flow: Flow[..., Any] = load_flow_from_entrypoint(str(root / plan["flow_entrypoint"]))
         try:
             if plan["validate"]:
                 flow.validate_parameters(plan["parameters"])
@@ -100,6 +99,8 @@ def register(settings: Settings, at: str | None = None) -> dict[str, Any]:
             description=plan["description"], tags=plan["tags"], work_pool_name=plan["work_pool"],
             concurrency_limit=plan["concurrency_limit"], enforce_parameter_schema=True,
         )
+        # from_storage is sync_compatible: called from sync code it returns the deployment itself.
+        assert isinstance(deployment, RunnerDeployment)
         deployment_id = deployment.apply()
         registered.append({**plan, "id": str(deployment_id), "full_name": f"{flow.name}/{plan['name']}"})
     return {"api_url": url, "work_pool": pool, "work_pool_created": created_pool,

@@ -32,22 +32,23 @@ class Progress(Protocol):
         """The work is over (all of it, or as much as this run does)."""
 
 
-_SINK: ContextVar[Progress | None] = ContextVar("memvault_ingest_progress", default=None)
+_SINKS: dict[str, ContextVar[Progress | None]] = {
+    work: ContextVar(f"memvault_{work}_progress", default=None) for work in ("ingest", "index")}
 
 
-def current() -> Progress | None:
-    """The sink of whoever started this ingest, or None."""
-    return _SINK.get()
+def current(work: str = "ingest") -> Progress | None:
+    """The sink of whoever watches ``work`` (ingest bytes, index nodes), or None."""
+    return _SINKS[work].get()
 
 
 @contextmanager
-def watching(sink: Progress | None) -> Iterator[None]:
-    """Report ingest progress to ``sink`` within the block."""
-    token = _SINK.set(sink)
+def watching(sink: Progress | None, work: str = "ingest") -> Iterator[None]:
+    """Report progress of ``work`` to ``sink`` within the block."""
+    token = _SINKS[work].set(sink)
     try:
         yield
     finally:
-        _SINK.reset(token)
+        _SINKS[work].reset(token)
 
 
 def _rate_column() -> Any:
@@ -96,3 +97,27 @@ class RichProgress:
     def done(self) -> None:
         task = self._progress.tasks[0]
         self._progress.update(self._task, completed=task.total or task.completed)
+
+
+class LazyBar:
+    """A `RichProgress` of counts shown only from ``begin`` to ``done`` (a stage's part of a
+    longer command: nothing on screen while the other stages run)."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self._bar: RichProgress | None = None
+
+    def begin(self, total: int, label: str = "") -> None:
+        if self._bar is None:
+            self._bar = RichProgress(self.title, as_bytes=False, transient=True).__enter__()
+        self._bar.begin(total, label)
+
+    def advance(self, amount: int, label: str = "") -> None:
+        if self._bar is not None:
+            self._bar.advance(amount, label)
+
+    def done(self) -> None:
+        if self._bar is not None:
+            self._bar.done()
+            self._bar.__exit__(None, None, None)
+            self._bar = None

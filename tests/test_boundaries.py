@@ -52,11 +52,7 @@ def layer_of_module(module: str) -> str | None:
         if len(parts) > 1 and parts[1] in ("ops", "stages"):
             return parts[1]
         return "domain"
-    if parts[0] == "deployments":
-        # The package itself only reads the shipped templates (data); `deployments.deploy`
-        # registers flows with Prefect.
-        return "domain" if len(parts) == 1 else "root"
-    return {"stores": "stores", "tasks": "tasks", "flows": "root"}.get(parts[0])
+    return {"stores": "stores", "tasks": "tasks", "flows": "root", "deployments": "root"}.get(parts[0])
 
 
 def layer_of_file(path: Path) -> str:
@@ -90,26 +86,43 @@ def test_layers_point_one_way() -> None:
     assert violations() == []
 
 
-def package_of(module: str) -> str | None:
-    """The node of a module in the cycle check: its layer, the composition root split into
-    its packages (flows, the CLI, the servers, the demo, deployment registration)."""
-    layer = layer_of_module(module)
-    if layer != "root":
-        return layer
-    parts = module.split(".")
-    return ".".join(parts[:2])
-
-
-def package_graph() -> dict[str, set[str]]:
-    graph: dict[str, set[str]] = {}
+def module_files() -> dict[str, Path]:
+    """Every project module by its dotted name (a package by its ``__init__.py``)."""
+    out = {}
     for path in project_files():
-        rel = path.relative_to(ROOT).with_suffix("")
-        src = package_of(".".join(rel.parts))
-        assert src is not None
-        for module in imported_modules(path):
-            dst = package_of(module)
-            if dst is not None and dst != src:
-                graph.setdefault(src, set()).add(dst)
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def imported_names(path: Path, module: str) -> set[str]:
+    """Every name an import in ``path`` (module ``module``) may resolve to, anywhere in the
+    file (inside functions and ``TYPE_CHECKING`` too): the module, relative imports made
+    absolute, and ``from m import x`` as both ``m`` and ``m.x`` (x may be a submodule)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            out |= {base} | {f"{base}.{a.name}" for a in node.names}
+    return out
+
+
+def file_graph(files: dict[str, Path] | None = None) -> dict[str, set[str]]:
+    """Module → the project modules it imports (a file-level graph)."""
+    files = module_files() if files is None else files
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        graph[module] = {m for m in imported_names(path, module) if m in files and m != module}
     return graph
 
 
@@ -148,8 +161,18 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-def test_no_package_import_cycle() -> None:
-    assert cycles(package_graph()) == []
+# File cycles the renovation (#28 item 7) has still to break, in areas being edited by other
+# work when this check was written. The list may only shrink: a new cycle fails, and so does
+# one listed here that is gone (remove it).
+KNOWN_CYCLES = [
+    ["memvault.errors", "memvault.models", "memvault.redact"],
+    ["memvault.recall.gather", "memvault.recall.scoring"],
+    ["memvault.servers.http", "memvault.servers.hub"],
+]
+
+
+def test_no_import_cycle_between_files() -> None:
+    assert sorted(cycles(file_graph())) == KNOWN_CYCLES
 
 
 def test_the_checkers_see_what_they_must(tmp_path: Path) -> None:
@@ -160,9 +183,18 @@ def test_the_checkers_see_what_they_must(tmp_path: Path) -> None:
     assert layer_of_module("memvault.stages.chunk") == "stages"
     assert layer_of_module("memvault.markdown.tree") == "domain"
     assert layer_of_module("flows.nightly") == "root"
-    assert package_of("memvault.cli.app") == "memvault.cli"
-    assert package_of("stores.ledger") == "stores"
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert package_of("memvault.cli.app") == "memvault.cli"
-    assert package_of("stores.ledger") == "stores"
+    inner = tmp_path / "pkg" / "inner.py"
+    inner.parent.mkdir()
+    inner.write_text("from . import sibling\nfrom .other import thing\ndef f():\n    from deployments import x\n")
+    assert imported_names(inner, "pkg.inner") == {"pkg", "pkg.sibling", "pkg.other", "pkg.other.thing",
+                                                  "deployments", "deployments.x"}
+    # the shape this check missed when it read packages: a cycle closed by a function's import
+    deploy = tmp_path / "deploy.py"
+    deploy.write_text("from pkg.inner import f\n")
+    schedule = tmp_path / "schedule.py"
+    schedule.write_text("def g():\n    from deploy import h\n")
+    files = {"pkg.inner": inner, "deploy": deploy, "schedule": schedule, "pkg.other": bad}
+    inner.write_text("import schedule\n")
+    assert cycles(file_graph(files)) == [["deploy", "pkg.inner", "schedule"]]
     assert cycles({"a": {"b"}, "b": set()}) == []

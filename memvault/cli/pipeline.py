@@ -105,8 +105,10 @@ def run(
     Example: memvault run --from synthesize --until changelog
     """
     from memvault.cli.runner import print_plan, print_report, run_pipeline
+    from memvault.progress import LazyBar, watching
 
-    with reporting(as_json):
+    # The index stage's bar (nodes embedded, rate, time left) appears when it starts embedding.
+    with reporting(as_json), watching(None if as_json or dry_run else LazyBar("index: embedding nodes"), "index"):
         report = run_pipeline(ctx.obj.get("home"), only=[s.value for s in only] if only else None,
                               from_stage=from_stage.value if from_stage else None,
                               until_stage=until_stage.value if until_stage else None,

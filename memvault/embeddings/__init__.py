@@ -11,6 +11,6 @@
 This package's root holds only the protocol and the names, so importing it loads no model.
 """
 
-from memvault.embeddings.base import DIM, MODEL_DIMS, MODEL_NAME, STATIC_NAME, Embedder
+from memvault.embeddings.base import DIM, INT8_NAME, MODEL_DIMS, MODEL_NAME, STATIC_NAME, Embedder
 
-__all__ = ["DIM", "MODEL_DIMS", "MODEL_NAME", "STATIC_NAME", "Embedder"]
+__all__ = ["DIM", "INT8_NAME", "MODEL_DIMS", "MODEL_NAME", "STATIC_NAME", "Embedder"]

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from memvault.embeddings.base import CACHE_ENV, DIM, MODEL_NAME, cache_dir, say
+from memvault.embeddings.base import CACHE_ENV, DIM, INT8_NAME, MODEL_NAME, cache_dir, say
 from memvault.embeddings.minilm_graph import GRAPH_VERSION, build_model
 from memvault.files import atomic_write_bytes
 
@@ -74,6 +74,26 @@ def build_export(path: Path) -> Path:
     return path
 
 
+def int8_path(path: Path) -> Path:
+    """The int8 graph made from the export at ``path`` (weights inside: ~23 MB)."""
+    return path.with_name(path.stem + "-int8.onnx")
+
+
+def build_int8(path: Path) -> Path:
+    """Quantise the export at ``path`` (dynamic int8, per channel, MatMul weights only: the
+    variant bench/embedding.py measured) into ``int8_path(path)``, atomically; returns it."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    dst = int8_path(path)
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    try:
+        quantize_dynamic(str(path), str(tmp), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"])
+        os.replace(tmp, dst)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dst
+
+
 def _export_problem(path: Path) -> str | None:
     """Why the export at ``path`` cannot be used as it is, or None (a cheap check: presence and
     size; a damaged body is caught when onnxruntime parses it)."""
@@ -112,12 +132,15 @@ class MiniLMEmbedder:
     dim = DIM
 
     def __init__(self, batch_size: int = 64, threads: int | None = None, model_file: Path | None = None,
-                 keep_session: bool = True) -> None:
+                 keep_session: bool = True, quantized: bool = False) -> None:
         """``threads``: onnxruntime's intra-op threads (default: one per core); ``model_file``:
         another ONNX graph of the same interface (benchmarks of variants), used as it is;
         ``keep_session=False``: let the runtime go after each call (the next one loads it again),
-        for a process that embeds once and then needs the memory for something else."""
+        for a process that embeds once and then needs the memory for something else;
+        ``quantized``: the int8 graph (its own name: its vectors differ from fp32's)."""
         self.batch_size = batch_size
+        self.quantized = quantized
+        self.name = INT8_NAME if quantized else MODEL_NAME
         self.threads = threads
         self.keep_session = keep_session
         self.model_file = model_file
@@ -147,11 +170,18 @@ class MiniLMEmbedder:
             if problem:
                 say(f"the ONNX export of {MODEL_NAME} at {path} {problem}; building it from the installed weights (once, a few seconds)")
                 build_export(path)
+            if self.quantized:
+                path = int8_path(path)
+                if not path.is_file():
+                    say(f"quantising {MODEL_NAME} to int8 at {path} (once, a few seconds)")
+                    build_int8(export_path())
             try:
                 session = self._open_session(path)
             except Exception as exc:  # onnxruntime raises its own untyped errors for a bad file
                 say(f"the ONNX export at {path} cannot be loaded ({exc.__class__.__name__}: {str(exc)[:200]}); rebuilding it")
-                build_export(path)
+                build_export(export_path())
+                if self.quantized:
+                    build_int8(export_path())
                 session = self._open_session(path)
             self._session, self._tokenizer = session, _tokenizer()
         return self._session, self._tokenizer

@@ -3,7 +3,7 @@ vectors always come from one embedder."""
 
 from typing import Any
 
-from memvault.embeddings.base import STATIC_NAME, Embedder
+from memvault.embeddings.base import INT8_NAME, STATIC_NAME, Embedder
 from memvault.embeddings.http import HttpEmbedder
 from memvault.embeddings.minilm import MiniLMEmbedder
 from memvault.embeddings.static import StaticEmbedder
@@ -19,7 +19,8 @@ def embedder_for(settings: Any, threads: int | None = None, keep_session: bool =
         return HttpEmbedder(e.url, e.model, e.api_key_env, e.batch_size, e.timeout_s, e.retries)
     if settings.embeddings.model == STATIC_NAME:
         return StaticEmbedder(settings.embeddings.batch_size)
-    return MiniLMEmbedder(settings.embeddings.batch_size, threads=threads, keep_session=keep_session)
+    return MiniLMEmbedder(settings.embeddings.batch_size, threads=threads, keep_session=keep_session,
+                          quantized=settings.embeddings.model == INT8_NAME)
 
 
 def query_embedder(settings: Any) -> Embedder:

@@ -19,10 +19,6 @@ tokens' rows summed and the sum L2-normalised: no matrix product per text, so in
 tokenisation and a gather. It is a different model from MiniLM (other vectors, another
 dimension), so an index records it under its own name, ``STATIC_NAME``.
 
-A table given as a file may also hold rows for whole words, listed beside it
-(:func:`words_path`): a word of two or more pieces found in the list then takes its own row
-instead of its pieces' (:func:`text_rows`). The distilled table has no such list.
-
 The table is written once per user, beside the ONNX export (``static_path``), the first time
 it is needed (about a minute of CPU: ~30k three-token passes), saying so on stderr; a missing
 or damaged table is rebuilt the same way. Nothing is downloaded.
@@ -91,28 +87,15 @@ def distill_ids(vocab_size: int, cls_id: int, sep_id: int, skip: set[int]) -> li
 
 def teacher_vectors(ids: list[int], batch_size: int = 512) -> np.ndarray:
     """MiniLM's mean-pooled output (not normalised) for ``[CLS] id [SEP]`` of each of ``ids``."""
-    return teacher_sequences([[i] for i in ids], batch_size)
-
-
-def teacher_sequences(sequences: list[list[int]], batch_size: int = 512) -> np.ndarray:
-    """MiniLM's mean-pooled output (not normalised) for ``[CLS] sequence [SEP]`` of each of
-    ``sequences`` (token ids), batched by length so that padding stays rare (the pooling
-    ignores padded positions anyway)."""
     tok = _tokenizer()
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    out = np.empty((len(sequences), _TEACHER_DIM), dtype=np.float32)
-    order = sorted(range(len(sequences)), key=lambda k: len(sequences[k]))
+    out = np.empty((len(ids), _TEACHER_DIM), dtype=np.float32)
     with tempfile.TemporaryDirectory(prefix="memvault-distill-") as tmp:
         session = _teacher(Path(tmp))
-        for start in range(0, len(order), batch_size):
-            part = order[start:start + batch_size]
-            width = 2 + max(len(sequences[k]) for k in part)
-            batch = np.zeros((len(part), width), dtype=np.int64)
-            mask = np.zeros_like(batch)
-            for row, k in enumerate(part):
-                seq = [cls_id, *sequences[k], sep_id]
-                batch[row, :len(seq)], mask[row, :len(seq)] = seq, 1
-            out[part] = session.run([_MEAN], {"input_ids": batch, "attention_mask": mask})[0]
+        for start in range(0, len(ids), batch_size):
+            part = ids[start:start + batch_size]
+            batch = np.array([[cls_id, i, sep_id] for i in part], dtype=np.int64)
+            out[start:start + len(part)] = session.run([_MEAN], {"input_ids": batch, "attention_mask": np.ones_like(batch)})[0]
     return np.nan_to_num(out)
 
 
@@ -187,55 +170,6 @@ def _table_problem(path: Path) -> str | None:
     return None
 
 
-def words_path(table: Path) -> Path:
-    """The word list of a table with word rows: ``t.npy`` → ``t.words.txt``, one word a line,
-    the word of line ``k`` owning row ``vocabulary size + k``."""
-    return table.with_suffix(".words.txt")
-
-
-def word_index(tok: Any, words: list[str], first_row: int) -> dict[bytes, int]:
-    """Row of each word, keyed by the bytes of its WordPiece ids (int64): a word in the text is
-    found from its tokens, so the text is tokenised once, by the tokenizer's own code. Words of
-    one piece are left out (their token's row is already theirs), and so are words the
-    tokenizer cannot spell."""
-    unk = tok.token_to_id("[UNK]")
-    index: dict[bytes, int] = {}
-    for k, e in enumerate(tok.encode_batch(words, add_special_tokens=False)):
-        if len(e.ids) >= 2 and unk not in e.ids:
-            index.setdefault(np.asarray(e.ids, dtype=np.int64).tobytes(), first_row + k)
-    return index
-
-
-def continuation_mask(tok: Any) -> np.ndarray:
-    """``mask[id]``: token ``id`` continues a word (``##…``). BERT's WordPiece starts every
-    word with a piece that is not one, so a word is a starting token and the ``##`` ones after it."""
-    mask = np.zeros(tok.get_vocab_size(), dtype=bool)
-    for token, i in tok.get_vocab().items():
-        mask[i] = token.startswith("##")
-    return mask
-
-
-def text_rows(ids: np.ndarray, continues: np.ndarray, index: dict[bytes, int]) -> np.ndarray:
-    """The table rows of one tokenised text (``[UNK]`` already dropped): each word of two or
-    more pieces found in ``index`` becomes its one word row, every other word keeps its pieces."""
-    if not index or len(ids) < 2:
-        return ids
-    starts = np.flatnonzero(~continues[ids])
-    ends = np.append(starts[1:], len(ids))
-    multi = np.flatnonzero(ends - starts >= 2)
-    if not len(multi):
-        return ids
-    keep = np.ones(len(ids), dtype=bool)
-    out = ids.copy()
-    for w in multi:
-        a, b = starts[w], ends[w]
-        row = index.get(ids[a:b].tobytes())
-        if row is not None:
-            out[a] = row
-            keep[a + 1:b] = False
-    return out[keep]
-
-
 class StaticEmbedder(MiniLMEmbedder):
     """Batch text → L2-normalised float32 vectors: the mean of the distilled token vectors.
 
@@ -247,13 +181,10 @@ class StaticEmbedder(MiniLMEmbedder):
     dim = STATIC_DIM
 
     def __init__(self, batch_size: int = 64, table_file: Path | None = None) -> None:
-        """``table_file``: a table written by :func:`build_table` (tests, benchmarks), used as it is;
-        with a word list beside it (:func:`words_path`), its rows past the vocabulary are those words'."""
+        """``table_file``: a table written by :func:`build_table` (tests, benchmarks), used as it is."""
         super().__init__(batch_size)
         self.table_file = table_file
         self._table: np.ndarray | None = None
-        self._words: dict[bytes, int] = {}
-        self._continues = np.zeros(0, dtype=bool)
 
     def _load_table(self) -> tuple[np.ndarray, Any]:
         if self._table is None:
@@ -275,20 +206,19 @@ class StaticEmbedder(MiniLMEmbedder):
             if table.ndim != 2 or table.shape[1] != self.dim:
                 raise ValueError(f"{path} holds a {table.shape} table, not one of {self.dim} columns")
             self._tokenizer = tok = _tokenizer()
-            self._words = self._load_words(path, table.shape[0], tok)
-            self._continues = continuation_mask(tok)
+            self._check_rows(path, table.shape[0], tok)
             self._table = table
         return self._table, self._tokenizer
 
-    @staticmethod
-    def _load_words(path: Path, rows: int, tok: Any) -> dict[bytes, int]:
-        """The word rows of the table at ``path`` (none without a word list beside it)."""
-        listed = words_path(path)
-        words = listed.read_text(encoding="utf-8").split("\n")[:-1] if listed.is_file() else []
-        if rows != tok.get_vocab_size() + len(words):
-            raise ValueError(f"{path} has {rows} rows, not the {tok.get_vocab_size()} tokens and "
-                             f"{len(words)} words of {listed.name}: build the table and its word list again")
-        return word_index(tok, words, tok.get_vocab_size())
+    def _check_rows(self, path: Path, rows: int, tok: Any) -> None:
+        """A table has one row per token of the tokenizer's vocabulary."""
+        if rows != tok.get_vocab_size():
+            raise ValueError(f"{path} has {rows} rows, not the {tok.get_vocab_size()} tokens of the vocabulary: "
+                             "build the table again")
+
+    def _rows(self, ids: np.ndarray) -> np.ndarray:
+        """The table rows of one tokenised text (``[UNK]`` already dropped): its tokens' own."""
+        return ids
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts``; an empty list costs nothing."""
@@ -305,7 +235,7 @@ class StaticEmbedder(MiniLMEmbedder):
         for start in range(0, len(texts), step):
             encodings = tok.encode_batch(list(texts[start:start + step]), add_special_tokens=False)
             ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
-            ids = [text_rows(i[i != unk], self._continues, self._words) for i in ids]
+            ids = [self._rows(i[i != unk]) for i in ids]
             lengths = np.array([len(i) for i in ids])
             rows = np.flatnonzero(lengths)
             if not len(rows):

@@ -39,6 +39,7 @@ from memvault.settings import Settings
 from stores.ledger import Ledger
 from stores.meta import BucketsPage
 from stores.vault import Vault
+from stores.vector_cache import clear_cache
 
 
 
@@ -105,6 +106,8 @@ def delete_index_docs(session: Session, docs: list[str], purge: bool = False) ->
 
     ``purge`` also drops older index versions, so the deleted text is gone from disk.
     """
+    # What the stages embedded of these documents is in the vector cache too.
+    clear_cache(session.settings.state_dir)
     nodes = session.nodes()
     if nodes is None:
         return 0

@@ -22,6 +22,7 @@ from memvault.ids import conv_ref
 from memvault.ops.session import Session, writing
 from memvault.redact import redact, redact_json
 from memvault.settings import Settings
+from stores.vector_cache import clear_cache
 
 VAULT_FOLDERS = ("articles", "Talk", "Meta")
 HISTORY_NOTE = (
@@ -49,6 +50,7 @@ class RescanReport(BaseModel):
     conversations: int = Field(default=0, description="Conversations whose stored text changed")
     index_documents_removed: int = 0
     index_nodes_removed: int = 0
+    vectors_cleared: int = Field(default=0, description="Cached vectors dropped (the cache is emptied when text changed)")
     vault_files: list[str] = Field(default_factory=list, description="Vault files rewritten (relative)")
     committed: bool = False
     backups: list[str] = Field(default_factory=list, description="Ledger backups that may hold originals")
@@ -127,6 +129,9 @@ def rescan(settings: Settings, rewrite_history: bool = False) -> RescanReport:
         if any(counts.values()):
             ledger.compact()  # freed blocks would otherwise still hold the old text
         requeue = _rescan_index(session, patterns, report, touched)
+        if touched or report.index_documents_removed or report.vault_files:
+            # The cache holds vectors of the texts as they were: it goes with them.
+            report.vectors_cleared = clear_cache(settings.state_dir)
         ledger.clear_indexed(requeue)
         if rewrite_history:
             _rewrite_history(session, patterns, report)

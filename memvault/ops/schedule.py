@@ -23,6 +23,7 @@ from xml.sax.saxutils import escape
 
 from memvault.errors import UsageError
 from memvault.files import atomic_write_text
+from memvault.ops.deployment_files import install_root, template, work_pool_name
 from memvault.logs import LOGGER_PACKAGES
 from memvault.settings import Settings
 
@@ -144,16 +145,12 @@ def _unit(role: str, argv: list[str], env: dict[str, str], workdir: Path, log_di
 
 
 def _template(name: str) -> str:
-    from deployments import template
-
     return template(name)
 
 
 def plan_schedule(settings: Settings, at: str | None = None, platform: str | None = None,
                   unit_dir: Path | None = None, bin_dir: Path | None = None) -> Plan:
     """The agents/units and commands that keep the server and the worker alive."""
-    from deployments import install_root, work_pool_name
-
     platform = platform or current_platform()
     unit_dir = (unit_dir or default_unit_dir(platform)).expanduser().absolute()
     bin_dir = (bin_dir or Path(sys.executable).parent).absolute()

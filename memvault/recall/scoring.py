@@ -124,8 +124,6 @@ class _Query:
     query's exact tokens that tell hits apart, the period it names, whether it asks when."""
 
     max_lex: float = 0.0
-    min_lex: float = 0.0
-    cos_range: tuple[float, float] = (0.0, 1.0)
     w_cos: float = 0.0
     w_lex: float = 0.0
     exact: tuple[str, ...] = ()
@@ -133,25 +131,9 @@ class _Query:
     when: bool = False
 
 
-def _peak(values: list[float], depth: int) -> float:
-    """How far a list's best stands out: (best − mean of the first ``depth``) / best, in [0, 1]."""
-    top = sorted(values, reverse=True)[: max(depth, 2)]
-    if len(top) < 2 or top[0] <= 0:
-        return 0.0
-    return max(0.0, (top[0] - sum(top[1:]) / (len(top) - 1)) / top[0])
-
-
 def _query_view(hits: Mapping[str, Candidate], query: str | None, w: ScoringWeights) -> _Query:
     lex = [c.lexical for c in hits.values() if c.lexical is not None and c.fts_rank is not None]
-    cos = [c.cos for c in hits.values() if c.cos is not None and c.vector_rank is not None]
-    q = _Query(max_lex=max(lex, default=0.0), min_lex=min(lex, default=0.0), w_cos=w.w_cos, w_lex=w.w_lex)
-    if cos:
-        q.cos_range = (min(cos), max(cos))
-    if w.peak_gain and lex and cos:
-        p_lex, p_cos = _peak(lex, w.peak_depth), _peak(cos, w.peak_depth)
-        if p_lex + p_cos > 0:
-            shift = w.peak_gain * (p_lex - p_cos) / (p_lex + p_cos) * min(w.w_cos, w.w_lex)
-            q.w_cos, q.w_lex = w.w_cos - shift, w.w_lex + shift
+    q = _Query(max_lex=max(lex, default=0.0), w_cos=w.w_cos, w_lex=w.w_lex)
     if query and w.w_exact:
         texts = [words(c.text) for c in hits.values()]
         limit = max(1.0, w.exact_max_share * len(texts))  # a token in one hit always tells it apart
@@ -164,16 +146,14 @@ def _query_view(hits: Mapping[str, Candidate], query: str | None, w: ScoringWeig
 
 def _base(c: Candidate, q: _Query, age: float | None, w: ScoringWeights) -> dict[str, float | str | None]:
     cos = min(max(c.cos or 0.0, 0.0), 1.0)
-    if w.cos_norm == "minmax" and c.cos is not None:
-        lo, hi = q.cos_range
-        cos = min(max((c.cos - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 1.0
     raw_lex = c.lexical or 0.0
-    if raw_lex <= 0 or q.max_lex <= 0:
-        lex = 0.0
-    elif w.lex_norm == "minmax":
-        lex = (raw_lex - q.min_lex) / (q.max_lex - q.min_lex) if q.max_lex > q.min_lex else 1.0
-    else:
-        lex = raw_lex / q.max_lex
+    lex = raw_lex / q.max_lex if raw_lex > 0 and q.max_lex > 0 else 0.0
+    return _terms(c, q, age, w, cos, lex)
+
+
+def _terms(c: Candidate, q: _Query, age: float | None, w: ScoringWeights,
+           cos: float, lex: float) -> dict[str, float | str | None]:
+    """The base of a hit and its terms, from its cosine and lexical score on the scale they are weighed at."""
     rrf = sum(1 / (w.rrf_k + r) for r in (c.vector_rank, c.fts_rank) if r is not None) * (w.rrf_k + 1) / 2
     exact = 0.0
     if q.exact:
@@ -233,6 +213,61 @@ def _max_prior(w: ScoringWeights, q: _Query) -> float:
             + (max(w.w_date, 0.0) if q.period else 0.0) + (max(w.w_when, 0.0) if q.when else 0.0))
 
 
+Lifts = dict[str, tuple[float, str, str]]  # id -> (best propagation, from which hit, how)
+
+
+def _lifts(hits: dict[str, Candidate], bases: Mapping[str, dict[str, float | str | None]],
+           w: ScoringWeights) -> Lifts:
+    """What each hit passes one hop on: to its parent, similar nodes, children, siblings and reply."""
+    lifted: Lifts = {}
+
+    def offer(target: str | None, value: float, source: str, via: str) -> None:
+        if target and target != source and value > lifted.get(target, (0.0, "", ""))[0]:
+            lifted[target] = (value, source, via)
+
+    for cid, c in hits.items():
+        base = float(bases[cid]["base"] or 0.0)
+        offer(c.parent, base * w.parent_damping, cid, "parent")
+        for neighbour, sim in c.similar:
+            offer(neighbour, base * w.neighbour_damping * max(sim, 0.0), cid, "similar")
+        for child in c.children:
+            offer(child, base * w.child_damping, cid, "child")
+        for sibling in c.siblings:
+            offer(sibling, base * w.sibling_damping, cid, "sibling")
+        offer(c.reply, base * _reply_share(c, w), cid, "reply")
+    return lifted
+
+
+def _reachable(missing: list[str], lifted: Lifts, floors: list[float], keep: int,
+               prior: float, bonus: float) -> list[str]:
+    """The lifted nodes that may still enter the first ``keep``: their propagation plus the
+    largest possible ``prior`` and ``bonus`` reaches the ``keep``-th best hit's floor."""
+    bar = sorted(floors, reverse=True)[keep - 1] - prior - bonus
+    return [nid for nid in missing if lifted[nid][0] >= bar]
+
+
+def _score(c: Candidate, terms: dict[str, float | str | None], lift: tuple[float, str | None, str | None],
+           priors: dict[str, float], extra: dict[str, float], hop: dict[str, str | None]) -> Scored:
+    """One node's total and the terms that make it up."""
+    propagation, source, via = lift
+    base = float(terms["base"] or 0.0)
+    relevance = max(base, propagation)
+    total = relevance + sum(extra.values()) + sum(priors.values())
+    explain = {
+        **terms,
+        "propagated_from": source,
+        "propagated_via": via,
+        "propagation": propagation,
+        "relevance": relevance,
+        **extra,
+        **hop,
+        **priors,
+        "total": total,
+    }
+    kind: Literal["hit", "propagated"] = "propagated" if propagation > base else "hit"
+    return Scored(c, total, explain, kind, c.text, c.chars or len(c.text))
+
+
 def score_head(
     cands: Iterable[Candidate],
     by_id_lookup: Lookup,
@@ -255,35 +290,15 @@ def score_head(
     q = _query_view(hits, query, w)
     ages = {cid: _age(c, now) for cid, c in hits.items()}
     bases = {cid: _base(c, q, ages[cid], w) for cid, c in hits.items()}
-
-    lifted: dict[str, tuple[float, str, str]] = {}  # id -> (best propagation, from which hit, how)
-
-    def offer(target: str | None, value: float, source: str, via: str) -> None:
-        if target and target != source and value > lifted.get(target, (0.0, "", ""))[0]:
-            lifted[target] = (value, source, via)
-
-    for cid, c in hits.items():
-        base = float(bases[cid]["base"] or 0.0)
-        offer(c.parent, base * w.parent_damping, cid, "parent")
-        for neighbour, sim in c.similar:
-            offer(neighbour, base * w.neighbour_damping * max(sim, 0.0), cid, "similar")
-        for child in c.children:
-            offer(child, base * w.child_damping, cid, "child")
-        for sibling in c.siblings:
-            offer(sibling, base * w.sibling_damping, cid, "sibling")
-        offer(c.reply, base * _reply_share(c, w), cid, "reply")
-        if w.prompt_damping and c.reply in hits:
-            # The turn before a hit, when it is a hit too: the question its answer was asked by.
-            offer(cid, float(bases[c.reply]["base"] or 0.0) * w.prompt_damping, c.reply, "prompt")
+    lifted = _lifts(hits, bases, w)
 
     gathered = gather(hits, {cid: float(b["base"] or 0.0) for cid, b in bases.items()}, query, w)
     missing = [nid for nid in lifted if nid not in hits]
     complete = True
     if keep is not None and len(hits) >= keep > 0:
-        floors = sorted((float(bases[cid]["base"] or 0.0) + sum(_priors(c, ages[cid], w, q).values())
-                         for cid, c in hits.items()), reverse=True)
-        bar = floors[keep - 1] - _max_prior(w, q) - max_bonus(gathered, w)
-        reachable = [nid for nid in missing if lifted[nid][0] >= bar]
+        floors = [float(bases[cid]["base"] or 0.0) + sum(_priors(c, ages[cid], w, q).values())
+                  for cid, c in hits.items()]
+        reachable = _reachable(missing, lifted, floors, keep, _max_prior(w, q), max_bonus(gathered, w))
         complete = len(reachable) == len(missing)
         missing = reachable
     found = by_id_lookup(missing) if missing else {}
@@ -293,29 +308,8 @@ def score_head(
     for c in nodes:
         age = ages[c.id] if c.id in hits else _age(c, now)
         terms = bases[c.id] if c.id in hits else _base(Candidate(c.id), _Query(), age, w)  # base 0: not a hit
-        propagation, source, via = lifted.get(c.id, (0.0, None, None))
-        base = float(terms["base"] or 0.0)
-        # Kin support: a hit that its neighbour also lifts (a question matched together with its
-        # answer) keeps a share of the weaker of the two on top of the stronger.
-        support = w.kin_share * min(base, propagation)
-        relevance = max(base, propagation) + support
-        priors = _priors(c, age, w, q)
-        extra = bonuses(c, gathered, w)
-        total = relevance + sum(extra.values()) + sum(priors.values())
-        explain = {
-            **terms,
-            "propagated_from": source,
-            "propagated_via": via,
-            "propagation": propagation,
-            "kin_support": support,
-            "relevance": relevance,
-            **extra,
-            **explain_hop(gathered),
-            **priors,
-            "total": total,
-        }
-        kind: Literal["hit", "propagated"] = "propagated" if propagation > base else "hit"
-        out.append(Scored(c, total, explain, kind, c.text, c.chars or len(c.text)))
+        lift: tuple[float, str | None, str | None] = lifted.get(c.id, (0.0, None, None))
+        out.append(_score(c, terms, lift, _priors(c, age, w, q), bonuses(c, gathered, w), explain_hop(gathered)))
     out.sort(key=lambda s: (-s.score, s.id))
     return out, complete
 

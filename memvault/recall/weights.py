@@ -1,10 +1,11 @@
 """The weights of the recall score (``memvault.recall.scoring``), each with its description.
 
 The weights that are also `[recall]` settings take their defaults from ``RecallSettings``, so
-the two never disagree; the others (tiers, priors' scales, variants kept at 0) live here.
+the two never disagree; the others (tiers, priors' scales) live here. Variants tried and not adopted live in
+the bench (bench/scoring_variants.py).
 """
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -43,13 +44,6 @@ class ScoringWeights(BaseModel):
     access_cap: float = Field(default=1.0, description="Cap on log1p(access)/log(access_base), so access never outweighs relevance")
     diversity: float = Field(default=_default("diversity"), description="A candidate this cosine-similar to a picked node is dropped")
     w_project: float = Field(default=0.0, description="Prior of a node of the project the recall is made from (0: no project known)")
-    cos_norm: Literal["raw", "minmax"] = Field(
-        default="raw", description="Cosine as is (raw) or rescaled over the query's vector hits, best 1, worst 0 (minmax)")
-    lex_norm: Literal["max", "minmax"] = Field(
-        default="max", description="BM25 over the query's best (max) or rescaled over its full-text hits, best 1, worst 0 (minmax)")
-    peak_gain: float = Field(
-        default=0.0, description="Query-dependent weights: share of min(w_cos, w_lex) moved towards the more peaked list")
-    peak_depth: int = Field(default=10, description="How peaked a list is: its best against the mean of its first peak_depth")
     w_exact: float = Field(
         default=_default("w_exact"), description="Weight of the share of the query's exact tokens (numbers, ids, names) a hit contains")
     exact_max_share: float = Field(
@@ -59,10 +53,6 @@ class ScoringWeights(BaseModel):
     w_when: float = Field(default=_default("w_when"), description="Prior of a hit that dates something (yesterday, last week, a month) on a when-question")
     reply_statement_damping: float | None = Field(
         default=_default("reply_statement_damping"), description="Share passed to the reply of a message hit that asks no question (no '?'); None: reply_damping")
-    kin_share: float = Field(
-        default=0.0, description="Share of the weaker of a hit's own base and its best lift added to the stronger (kin support)")
-    prompt_damping: float = Field(
-        default=0.0, description="Share of a message hit's base passed to the hit it replies to (the turn before it)")
     w_hop: float = Field(
         default=_default("w_hop"), description="Weight of the share of the first hop's rare terms (names, places, numbers) a node shares")
     hop_seeds: int = Field(default=_default("hop_seeds"), description="The first hop's best hits (by base) whose rare terms the second hop seeks")

@@ -42,7 +42,7 @@ from memvault.stages.context import StageContext
 from memvault.stages.result import ModelStageResult
 
 __all__ = ["ClusterPass", "ClusterResult", "ModelAnswers", "Pending", "adopt_proposals", "agglomerate",
-           "assign_by_centroid", "assign_by_model", "cluster", "flush_bucket_pages", "name_group", "run_cluster"]
+           "assign_by_centroid", "assign_by_model", "flush_bucket_pages", "name_group", "run_cluster"]
 
 log = logging.getLogger(__name__)
 

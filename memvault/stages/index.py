@@ -19,6 +19,7 @@ from memvault.errors import EmbedderMismatchError
 from memvault.failpoints import failpoint
 from memvault.ids import conv_ref, short_ids
 from memvault.markdown.tree import article_nodes
+from memvault.progress import current
 from memvault.recall.access import ACCESS_LOG, fold_access
 from memvault.stages.context import StageContext
 from memvault.stages.result import StageResult
@@ -26,7 +27,7 @@ from memvault.stages.index_rows import (ARTICLE_IMPORTANCE, CONVERSATION_IMPORTA
                               kin, node_hash, node_id, replies, rows_for, similar_edges, sync_doc, write_index)
 
 __all__ = ["ARTICLE_IMPORTANCE", "CONVERSATION_IMPORTANCE", "IndexResult", "context_texts", "conversation_rows",
-           "embed_rows", "index", "kin", "missing_conversations", "node_hash", "node_id", "replies", "rows_for",
+           "embed_rows", "kin", "missing_conversations", "node_hash", "node_id", "replies", "rows_for",
            "run_index", "similar_edges", "sync_doc", "write_index"]
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ def run_index(ctx: StageContext) -> IndexResult:
     for r in retry:
         r.pop("_distance", None)
     writes += retry
-    failed = write_index(nodes, ctx.embedder, writes, deletes, settings)
+    failed = write_index(nodes, ctx.embedder, writes, deletes, settings, progress=current("index"))
     failpoint("index", 1)  # the run's one document batch is written; the ledger not yet marked
     ledger.mark_indexed(todo)
     # Recall's access side log: renamed aside, then folded, so appends meanwhile are kept.

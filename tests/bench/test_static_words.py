@@ -5,9 +5,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.static_word_rows import WordStaticEmbedder, words_path
 from bench.static_words import choose_words, share_matrix
 from memvault.embeddings import static as static_embed
-from memvault.embeddings.static import StaticEmbedder, words_path
 
 
 def test_choose_words_keeps_spelled_words_of_several_pieces_in_frequency_order() -> None:
@@ -35,7 +35,7 @@ def test_share_matrix_gives_the_direction_of_the_embedders_vector(tmp_path: Path
     a = share_matrix(texts, tok, words, len(table))
     assert np.allclose(a.sum(axis=1).A1, [1, 1, 0])
     assert a[1, tok.get_vocab_size()] == 1.0  # both words are the one word row
-    e = StaticEmbedder(table_file=path)
+    e = WordStaticEmbedder(table_file=path)
     e.dim = 6
     means = a @ table
     want = means[:2] / np.linalg.norm(means[:2], axis=1, keepdims=True)

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from deployments import deployment_specs, install_root, project
+from memvault.ops.deployment_files import deployment_specs, install_root, project
 from tests.helpers import free_port, stop
 
 pytestmark = pytest.mark.slow

@@ -111,3 +111,22 @@ def test_an_unwritable_cache_says_what_to_do(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv(embeddings.CACHE_ENV, str(blocker))
     with pytest.raises(ConfigError, match="set MEMVAULT_CACHE_DIR to a writable folder"):
         MiniLMEmbedder().embed_one("anything")
+
+
+def test_the_int8_model_is_its_own_embedder_close_to_fp32_and_never_mixed(tmp_path) -> None:
+    import numpy as np
+
+    from memvault.embeddings import INT8_NAME, MODEL_NAME
+    from memvault.embeddings.minilm import MiniLMEmbedder
+    from memvault.errors import EmbedderMismatchError
+    from stores.nodes import NodeIndex
+
+    texts = ["We adopted a rescue dog last spring.", "The deploy failed because the token expired.", "ok"]
+    fp32, int8 = MiniLMEmbedder().embed(texts), MiniLMEmbedder(quantized=True)
+    q = int8.embed(texts)
+    assert int8.name == INT8_NAME != MODEL_NAME and q.shape == fp32.shape
+    cosines = (q * fp32).sum(axis=1)
+    assert cosines.min() > 0.95 and not np.allclose(q, fp32)  # near, but other vectors
+    NodeIndex(str(tmp_path / "nodes.lance"), MODEL_NAME, 384)
+    with pytest.raises(EmbedderMismatchError):  # an fp32 index is never written with int8 vectors
+        NodeIndex(str(tmp_path / "nodes.lance"), INT8_NAME, 384, create=False)

@@ -21,6 +21,7 @@ from memvault.settings import load_settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 from stores.vault import Vault
+from stores.vector_cache import CACHE_FILE, VectorCache
 from tests.helpers import ROOT, cli, run_flow
 
 
@@ -67,6 +68,8 @@ def test_forget_conversation_removes_citations_nodes_and_never_comes_back(demo_c
     with Ledger.open(settings, read_only=True) as ledger:
         cid = next(i for i in ledger.conversation_ids() if i.startswith(short))
     assert _nodes(home).doc_hashes(f"conv:{cid}")
+    cache = settings.state_dir / CACHE_FILE
+    assert VectorCache(cache).count() > 0  # the demo runs embedded through the cache
     commits = Vault(home).commit_count()
     result = cli("--home", str(home), "forget", "--conversation", f"conv:{short}", "--yes", "--json")
     assert result.exit_code == 0, result.output
@@ -98,6 +101,7 @@ def test_forget_conversation_removes_citations_nodes_and_never_comes_back(demo_c
             if gone:
                 assert "whose only support was that conversation" in talk
     assert _nodes(home).doc_hashes(f"conv:{cid}") == {}
+    assert VectorCache(cache).count() == 0  # no vector of its texts is left on disk
     with Ledger.open(settings) as ledger:
         # Gone, with its messages and chunks; its tombstone still answers to its id.
         assert ledger.conversation(cid) is None and ledger.active_thread(cid) == []

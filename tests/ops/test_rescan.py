@@ -4,6 +4,7 @@ ledger, the node index and the vault — searched in the raw bytes on disk after
 import json
 from pathlib import Path
 
+import numpy as np
 from typer.testing import CliRunner
 
 from memvault.stages.ingest import ingest_roots
@@ -39,6 +40,16 @@ def test_rescan_removes_a_newly_covered_secret_everywhere(home: Path, tmp_path: 
     for r in rows:
         r["vector"], r["pending"] = [0.0] * MiniLMEmbedder.dim, False
     nodes.upsert(rows)
+    # What the stages embedded of it, in the vector cache (keyed by hashes of the texts).
+    from memvault.embeddings.cache import text_key
+    from stores.vector_cache import CACHE_FILE, VectorCache
+
+    cache = VectorCache(settings.state_dir / CACHE_FILE)
+    cache.put_many([(text_key(MiniLMEmbedder.name, r["embed_text"]), np.ones(MiniLMEmbedder.dim, dtype=np.float32))
+                    for r in rows])
+    texts = {r["embed_text"] for r in rows}
+    assert cache.count() == len(texts)
+    cache.close()
     vault = Vault(home)
     vault.write(home / "articles" / "Deploy_Token.md", f"# Deploy Token\n\nCI uses `{SECRET}`.\n")
     vault.commit("test: article with a token")
@@ -55,6 +66,7 @@ def test_rescan_removes_a_newly_covered_secret_everywhere(home: Path, tmp_path: 
     assert report["ledger"]["messages.text"] == 2 and report["conversations"] == 1
     assert report["vault_files"] == ["articles/Deploy_Token.md"] and report["committed"]
     assert report["index_documents_removed"] == 1 and report["index_nodes_removed"] == len(rows)
+    assert report["vectors_cleared"] == len(texts) and VectorCache(settings.state_dir / CACHE_FILE).count() == 0
     assert "git filter-repo" in report["note"] and "gc --prune=now" in report["note"]
     assert _raw_hits(home, SECRET) == []  # ledger file, index files and vault, outside .git
     with Ledger.open(settings) as ledger:
@@ -62,3 +74,4 @@ def test_rescan_removes_a_newly_covered_secret_everywhere(home: Path, tmp_path: 
         assert cid in ledger.conversations_to_index()  # the next run re-indexes it
     again = CliRunner().invoke(app, ["--home", str(home), "redact", "--rescan", "--json"])
     assert json.loads(again.stdout)["redactions"] == {}  # idempotent
+    assert json.loads(again.stdout)["vectors_cleared"] == 0

@@ -142,28 +142,6 @@ def test_a_question_lifts_its_answer_whole_and_a_statement_its_reaction_by_half(
         check_explain_adds_up(s)
 
 
-def test_kin_support_and_the_prompt_lift_are_off_by_default_and_add_up_when_on() -> None:
-    # Tried and not adopted (bench/README.md, sixth round); kept as settings of the scoring.
-    question = Candidate("q", cos=0.6, lexical=5.0, vector_rank=1, fts_rank=1, age_days=400, reply="a",
-                         text="Which book did you read?")
-    answer = Candidate("a", cos=0.5, lexical=4.0, vector_rank=2, fts_rank=2, age_days=400, text="Dune, twice.")
-    default = {s.id: s for s in score_candidates([question, answer], store_lookup({}, []), ScoringWeights(), NOW)}
-    assert default["a"].explain["kin_support"] == 0.0 and default["q"].explain["propagated_via"] is None
-    w = ScoringWeights(kin_share=0.2, prompt_damping=0.5)
-    scored = {s.id: s for s in score_candidates([question, answer], store_lookup({}, []), w, NOW)}
-    a, q = scored["a"].explain, scored["q"].explain
-    base_a, base_q = float(a["base"]), float(q["base"])
-    # the answer is lifted by its question (whole) and keeps a fifth of its own base on top
-    assert a["relevance"] == pytest.approx(max(base_a, base_q) + 0.2 * min(base_a, base_q))
-    # the question is lifted by its answer (the prompt lift)
-    assert q["propagated_via"] == "prompt" and q["propagation"] == pytest.approx(0.5 * base_a)
-    for s in scored.values():
-        priors = sum(float(v) for k, v in s.explain.items() if k.endswith("_prior"))
-        assert s.score == pytest.approx(float(s.explain["relevance"]) + priors)
-        assert s.explain["relevance"] == pytest.approx(
-            max(float(s.explain["base"]), float(s.explain["propagation"])) + float(s.explain["kin_support"]))
-
-
 def test_scoring_only_the_head_is_exact_and_reads_fewer_lifted_nodes() -> None:
     from memvault.recall.scoring import score_head
 

@@ -11,14 +11,15 @@ from typing import Any
 
 def plain_execute(home: str, src: str, engine: Any = None) -> dict[str, Any]:
     from flows import nightly
+    from tasks.stages import RUNS, TASKS
 
-    saved = dict(nightly.TASKS)
-    nightly.TASKS.update({k: getattr(v, "fn", v) for k, v in nightly.TASKS.items()})
+    saved = dict(TASKS)
+    TASKS.update(RUNS)  # the stage functions, called as the flow calls their tasks
     try:
         return nightly.execute(nightly.RunOptions(home=home, paths=[src]), engine=engine)
     finally:
-        nightly.TASKS.clear()
-        nightly.TASKS.update(saved)
+        TASKS.clear()
+        TASKS.update(saved)
 
 
 if __name__ == "__main__":

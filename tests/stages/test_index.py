@@ -190,3 +190,37 @@ def test_a_write_links_each_new_node_to_its_most_similar_nodes_in_one_commit(tmp
         want = [i for s, i in exact[:3] if s >= 0.72]
         assert [e["id"] for e in edges] == want
         assert [round(e["sim"], 4) for e in edges] == [round(s, 4) for s, i in exact[:len(want)]]
+
+
+def test_embed_rows_sends_texts_of_like_length_together_and_reports_progress() -> None:
+    from memvault.stages.index import embed_rows
+
+    rows = [{"embed_text": "w " * n, "title": "", "text": ""} for n in [3, 300, 7, 150, 1] * 60]
+    calls: list[list[str]] = []
+    steps: list[tuple[str, int]] = []
+
+    class Embedder:
+        def embed(self, texts: list[str]) -> np.ndarray:
+            calls.append(texts)
+            if len(calls) == 2:
+                raise RuntimeError("server gone")
+            return np.stack([np.full(4, len(t), dtype=np.float32) for t in texts])
+
+    class Sink:
+        def begin(self, total: int, label: str = "") -> None:
+            steps.append(("begin", total))
+
+        def advance(self, amount: int, label: str = "") -> None:
+            steps.append(("advance", amount))
+
+        def done(self) -> None:
+            steps.append(("done", 0))
+
+    failed = embed_rows(Embedder(), rows, 4, Sink())
+    # Longest first across the whole write: each batch spans few lengths, so little padding.
+    assert [len(t) for c in calls for t in c] == sorted((len(r["embed_text"]) for r in rows), reverse=True)
+    assert failed == len(calls[1])  # the failed batch stays pending, the others are filled
+    assert sum(r["pending"] for r in rows) == failed
+    assert all(r["vector"][0] == len(r["embed_text"]) for r in rows if not r["pending"])
+    assert steps[0] == ("begin", len(rows)) and steps[-1] == ("done", 0)
+    assert sum(n for kind, n in steps if kind == "advance") == len(rows)

@@ -1,4 +1,4 @@
-"""The static embedder's word rows: a listed word of several pieces gets its own row, any other
+"""bench/static_word_rows.py, the static embedder's word rows (bench tables only): a listed word of several pieces gets its own row, any other
 word keeps its pieces, and a text's vector is the normalised sum of the rows so picked."""
 
 from pathlib import Path
@@ -6,9 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.static_word_rows import WordStaticEmbedder, teacher_sequences, words_path
 from memvault.embeddings import static as static_embed
 from memvault.embeddings.minilm import MiniLMEmbedder
-from memvault.embeddings.static import StaticEmbedder, words_path
+from memvault.embeddings.static import StaticEmbedder
 
 WORDS = ["snorkel", "postgres", "haha"]  # s ##nor ##kel / post ##gre ##s / ha ##ha
 DIM = 8
@@ -34,7 +35,7 @@ def table(tmp_path: Path) -> Path:
 
 
 def embed(table: Path, texts: list[str]) -> np.ndarray:
-    e = StaticEmbedder(table_file=table)
+    e = WordStaticEmbedder(table_file=table)
     e.dim = DIM
     return e.embed(texts)
 
@@ -94,9 +95,22 @@ def test_a_word_row_is_minilm_on_the_word(embedder: MiniLMEmbedder) -> None:
     # The teacher of a word is [CLS] its pieces [SEP] mean-pooled, like the product's vector of
     # the word as a text; padding next to longer words changes nothing.
     seqs = [pieces("snorkel"), pieces("haha"), pieces("unbelievably")]
-    together = static_embed.teacher_sequences(seqs)
-    alone = np.vstack([static_embed.teacher_sequences([s]) for s in seqs])
+    together = teacher_sequences(seqs)
+    alone = np.vstack([teacher_sequences([s]) for s in seqs])
     assert np.abs(together - alone).max() < 1e-4
     want = embedder.embed(["snorkel", "haha", "unbelievably"])
     got = together / np.linalg.norm(together, axis=1, keepdims=True)
     assert float((got * want).sum(axis=1).min()) > 1 - 1e-5
+
+
+def test_the_product_refuses_a_table_with_word_rows(table: Path) -> None:
+    # The product's table has one row per token; word rows are the bench's.
+    e = StaticEmbedder(table_file=table)
+    e.dim = DIM
+    with pytest.raises(ValueError, match="build the table again"):
+        e.embed(["haha"])
+
+
+def test_the_product_teacher_is_the_word_teacher_on_single_tokens() -> None:
+    ids = list(range(1000, 1600))  # two batches of 512
+    assert np.array_equal(static_embed.teacher_vectors(ids), teacher_sequences([[i] for i in ids]))
