@@ -10,7 +10,7 @@ The input is one JSON file, so any labelled set can be scored:
 ``{"conversations": [{"id": str, "messages": [{"role": "user"|"assistant", "text": str}, ...],
 "starts": [int, ...]}]}``; ``starts`` are the 0-based indices of the messages that open a new
 topic (0 is implied). Each conversation goes through memvault's own chunking code
-(tasks.chunk: `plan_chunks` for `none`, `model_segments` with the stage's prompt, parser and
+(memvault.stages.chunk: `plan_chunks` for `none`, `model_segments` with the stage's prompt, parser and
 repair for a model engine, falling back as the stage does) with the real embedder.
 
 Scores, pooled over all conversations:
@@ -196,7 +196,7 @@ def starts_of(chunks: list[list[Any]]) -> list[int]:
 
 
 class Segmenter:
-    """One engine's path through tasks.chunk, conversation by conversation."""
+    """One engine's path through memvault.stages.chunk, conversation by conversation."""
 
     def __init__(self, engine_name: str, settings: Any, embedder: Any, replies: dict[str, list[str]]) -> None:
         self.name, self.settings, self.embedder, self.replies = engine_name, settings, embedder, replies
@@ -217,7 +217,7 @@ class Segmenter:
                 print(why, file=sys.stderr)
 
     def starts(self, conv: dict[str, Any]) -> list[int]:
-        from tasks.chunk import exchanges, model_segments, plan_chunks
+        from memvault.stages.chunk import exchanges, model_segments, plan_chunks
 
         messages = rows(conv)
         if self.name == "none":

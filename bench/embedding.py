@@ -1,7 +1,7 @@
 """Embedding throughput: texts/s of the indexing embedder and variants of it, on the texts the
 index stage really embeds.
 
-The texts are LoCoMo message nodes as `tasks/index.py` embeds them (`conversation_nodes` →
+The texts are LoCoMo message nodes as `memvault/stages/index.py` embeds them (`conversation_nodes` →
 `rows_for`: each turn with the conversation's title, date and neighbouring turns, cut at 2,000
 characters), read from the file given with ``--data`` at run time. Each variant embeds the
 same texts through `memvault.embeddings.Embedder` (the product's batching, tokenisation and
@@ -43,7 +43,7 @@ from memvault.embeddings import DIM  # noqa: E402
 from memvault.embeddings.minilm import MiniLMEmbedder, build_export, export_path  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
 from bench.recall_quality import sessions, turn_text  # noqa: E402
-from tasks.index import rows_for  # noqa: E402
+from memvault.stages.index import rows_for  # noqa: E402
 
 CORES = os.cpu_count() or 1
 ALL_VARIANTS = ("fp32", "fp32-unsorted", "fp32-1thread", "fp32-b16", "fp32-b256", "fused", "int8", "fused-int8", "static",

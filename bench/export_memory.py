@@ -6,7 +6,7 @@ Writes a synthetic ChatGPT export (``conversations.json`` inside a ``.zip``, as 
 it out, plus the HTML and account files beside it) of about ``--mb`` MB of JSON, and a small
 one of ``--small-mb`` MB as the baseline, into a temporary folder under /tmp (removed after
 unless ``--dir`` is given; never commit it). Each is ingested in a fresh subprocess that
-drives ``tasks.ingest_files.run_ingest`` with a real ledger (no Prefect), which reports its peak RSS
+drives ``memvault.stages.ingest.ingest_roots`` with a real ledger (no Prefect), which reports its peak RSS
 (``ru_maxrss``) — while ingesting, and for the whole process, which includes the ledger's
 checkpoint when it is closed — seconds, and what it stored; then the big one is ingested again unchanged
 and touched (re-read, nothing new).
@@ -92,7 +92,7 @@ def write_export(path: Path, target_mb: int, seed: int) -> dict[str, Any]:
 _CHILD = INGEST_CHILD + """
 with Ledger.open(settings) as ledger:
     t0 = time.perf_counter()
-    r = run_ingest(ledger, settings, [("auto", Path(sys.argv[2]))])
+    r = ingest_roots(ledger, settings, [("auto", Path(sys.argv[2]))])
     seconds = time.perf_counter() - t0
     ingest_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the ledger's closing checkpoint
     counts = ledger.counts()

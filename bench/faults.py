@@ -19,7 +19,6 @@ writer lock held. It prints kills tried / converged and every divergence.
 
 import argparse
 import json
-import logging
 import os
 import random
 import shutil
@@ -38,16 +37,10 @@ FAILPOINTS = ("chunk:1", "cluster:1", "synthesize:1", "index:1", "changelog:comm
 
 def plain_execute(home: str, src: str) -> dict[str, Any]:
     """The nightly stages without a Prefect server (each task replaced by its function)."""
-    import importlib
-
     from flows import nightly
+    from tasks.stages import RUNS, TASKS
 
-    logger = logging.getLogger("memvault.bench")
-    for name in ("ingest", "chunk", "cluster", "synthesize", "wikify", "normalize", "changelog", "index"):
-        importlib.import_module(f"tasks.{name}").get_run_logger = lambda: logger  # type: ignore[attr-defined]
-    nightly.TASKS.update({k: getattr(v, "fn", v) for k, v in nightly.TASKS.items()})
-    setattr(nightly, "changelog", getattr(getattr(nightly, "changelog"), "fn", getattr(nightly, "changelog")))
-    # Stages log through the logger above; no progress counter (execute's second argument).
+    TASKS.update(RUNS)  # type: ignore[arg-type]  # the stage functions, called as the tasks are
     return nightly.execute(nightly.RunOptions(home=home, paths=[src]))
 
 

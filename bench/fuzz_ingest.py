@@ -24,7 +24,7 @@ def main() -> None:
     from memvault.ops.home import init_home
     from memvault.settings import load_settings
     from stores.ledger import Ledger
-    from tasks.ingest import run_ingest
+    from memvault.stages.ingest import ingest_roots
     from tests.helpers import cc_session
     from tests.stages.fuzz_inputs import fuzz_case
 
@@ -55,7 +55,7 @@ def main() -> None:
             figures["tried"] += 1
             signal.alarm(60)
             try:
-                result = run_ingest(ledger, settings, [("auto", src)])
+                result = ingest_roots(ledger, settings, [("auto", src)])
                 figures["reported_problems"] += len(result.errors)
                 stored = {r[0] for r in ledger.con.execute("SELECT native_id FROM conversations").fetchall()}
                 figures["good_files_lost"] += f"good{n}" not in stored

@@ -4,7 +4,7 @@
 
 Generates 1,000 Claude Code sessions (~100 MB) and one 500 MB session (plus a 5 MB one as the
 memory baseline) in a temporary folder, then measures each scenario in a fresh subprocess
-that drives ``tasks.ingest_files.run_ingest`` with a real ledger (no Prefect):
+that drives ``memvault.stages.ingest.ingest_roots`` with a real ledger (no Prefect):
 
 * first ingest of the sessions: MB/s, messages/s, peak RSS
 * a no-change rerun: seconds (goal ≤ 2% of the first)
@@ -104,7 +104,7 @@ _CHILD = INGEST_CHILD + """
 with Ledger.open(settings) as ledger:
     t0 = time.perf_counter()
     cpu0 = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
-    r = run_ingest(ledger, settings, [("claude-code", Path(sys.argv[2]))])
+    r = ingest_roots(ledger, settings, [("claude-code", Path(sys.argv[2]))])
     seconds = time.perf_counter() - t0
 print(json.dumps({"seconds": seconds, "bytes_read": r.bytes_read, "messages_new": r.messages_new,
                   "files_seen": r.files_seen, "errors": len(r.errors),

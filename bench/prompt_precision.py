@@ -114,7 +114,7 @@ def build_home(data: list[dict[str, Any]], work: Path) -> Path:
     from memvault.settings import load_settings
     from bench.recall_quality import CachedEmbedder, sessions, turn_text
     from stores.nodes import NodeIndex
-    from tasks.index import rows_for, write_index
+    from memvault.stages.index import rows_for, write_index
 
     init_home(home)
     settings = load_settings(home)

@@ -13,7 +13,7 @@ real ``NodeIndex`` (``upsert``, ``ensure_indexes``, which adds the ANN index pas
 - ``overlap``: top-10 of the vector half of ``NodeIndex.recall_search`` (ANN when built) against exact cosine
   top-10 computed in numpy;
 - ``write_ms_per_node``: one incremental index-stage write of a fixed batch of new nodes
-  (``tasks.index.write_index``: upsert, bounded `similar` edges, index upkeep), per node;
+  (``memvault.stages.index.write_index``: upsert, bounded `similar` edges, index upkeep), per node;
 - ``build_s``: bulk load plus index creation; ``rss_mb``: the worker's peak RSS;
 - with ``--embed-data FILE``: the indexing embedder's texts/s on LoCoMo message texts and the
   projected hours to index 1M nodes (embedding plus the write cost per node).
@@ -94,7 +94,7 @@ class Corpus:
 
 def make_docs(corpus: Corpus, first_doc: int, n_docs: int, base_time: datetime) -> tuple[list[dict[str, Any]], np.ndarray]:
     """Rows (index schema) of ``n_docs`` synthetic conversations and their clusters."""
-    from tasks.index import node_id
+    from memvault.stages.index import node_id
 
     rows: list[dict[str, Any]] = []
     clusters = corpus.rng.integers(0, len(corpus.centers), size=n_docs)
@@ -124,7 +124,7 @@ def make_docs(corpus: Corpus, first_doc: int, n_docs: int, base_time: datetime) 
             for k, (t, v) in enumerate(zip(texts, vecs), start=1):
                 doc_rows.append(row(f"/e{e + 1}/m{k}", f"/e{e + 1}", "message", t, v, len(doc_rows)))
             m += MESSAGES_PER_EXCHANGE
-        # Links as `tasks.index.rows_for` makes them: each turn to the next, an exchange to its
+        # Links as `memvault.stages.index.rows_for` makes them: each turn to the next, an exchange to its
         # messages, a message to the other messages of its exchange.
         messages = [r for r in doc_rows if r["kind"] == "message"]
         for r, nxt in itertools.pairwise(messages):
@@ -177,7 +177,7 @@ def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[s
     from memvault.settings import load_settings
     from stores.location import index_uri
     from stores.nodes import NodeIndex
-    from tasks.index import write_index
+    from memvault.stages.index import write_index
 
     n_docs = max(1, n // NODES_PER_DOC)
     corpus = Corpus(n_clusters=max(32, int(np.sqrt(n_docs) * 4)))

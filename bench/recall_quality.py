@@ -52,7 +52,7 @@ from memvault.recall.scoring import Candidate, ScoringWeights  # noqa: E402
 from memvault.ops.memory import MemoryService  # noqa: E402
 from memvault.settings import Settings, load_settings  # noqa: E402
 from stores.nodes import NodeIndex  # noqa: E402
-from tasks.index import rows_for, write_index  # noqa: E402
+from memvault.stages.index import rows_for, write_index  # noqa: E402
 
 from bench.fusion_variants import BenchWeights, fusion_variants  # noqa: E402
 from bench.gather_variants import gather_variants  # noqa: E402

@@ -15,7 +15,7 @@ Two recordings:
 
 - the nightly stages over a few samples/ folders (`--samples`), run without a Prefect server,
   so every prompt is exactly what chunk, cluster and synthesize send, retries included;
-- `--segmentation FILE`: the chunk stage's own model path (`tasks.chunk.model_segments`) on the
+- `--segmentation FILE`: the chunk stage's own model path (`memvault.stages.chunk.model_segments`) on the
   conversations of a labelled set (bench/data/segmentation_dev.json), for bench/chunk_quality.py
   `--engine replay:PATH`.
 
@@ -233,17 +233,17 @@ def record_synthesis(recorder: Recorder, samples: list[str]) -> None:
     from memvault.settings import load_settings
     from stores.ledger import Ledger
     from stores.vault import Vault
-    from tasks.chunk import run_chunk
-    from tasks.cluster import run_cluster
-    from tasks.context import StageContext
-    from tasks.ingest import run_ingest
-    from tasks.synthesize import run_synthesize
+    from memvault.stages.chunk import run_chunk
+    from memvault.stages.cluster import run_cluster
+    from memvault.stages.context import StageContext
+    from memvault.stages.ingest import ingest_roots
+    from memvault.stages.synthesize import run_synthesize
 
     with sample_home("memvault-record-", samples) as (home, src):
         settings = load_settings(home)
         embedder = MiniLMEmbedder()
         with Ledger.open(settings) as ledger:
-            run_ingest(ledger, settings, [("auto", src)])
+            ingest_roots(ledger, settings, [("auto", src)])
 
             def ctx(engine: Any, tokens: int) -> StageContext:
                 return StageContext(settings=settings, ledger=ledger, vault=Vault(home), embedder=embedder,
@@ -267,7 +267,7 @@ def record_segmentation(recorder: Recorder, data: Path, first: int, limit: int |
     from bench.chunk_quality import conversation_row, load, rows
     from memvault.prompts import load_prompt
     from memvault.settings import load_settings
-    from tasks.chunk import exchanges, model_segments
+    from memvault.stages.chunk import exchanges, model_segments
 
     settings = load_settings(tempfile.mkdtemp(prefix="memvault-record-"))
     prompt = load_prompt("chunk", ROOT / "vault_template" / "Meta")

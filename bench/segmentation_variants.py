@@ -3,11 +3,11 @@
     .venv/bin/python bench/segmentation_variants.py --set tiage:dev --set dialseg711:dev \
         --embed-cache ~/.cache/memvault/segmentation-emb.pkl [--held tiage:test --held dialseg711:test ...]
 
-Each conversation is grouped into exchanges and embedded exactly as tasks.chunk.plan_chunks
+Each conversation is grouped into exchanges and embedded exactly as memvault.stages.chunk.plan_chunks
 does (full exchange text and user turn, the real MiniLM embedder, vectors cached by text hash),
 then every variant below cuts it and is scored with bench/chunk_quality.py's metrics. The
 variant with the best mean F1 over the ``--set`` sets is chosen; the ``--held`` sets are
-only reported. The chosen variant is what tasks/chunk_segment.py implements; the table in
+only reported. The chosen variant is what memvault/stages/chunk_segment.py implements; the table in
 bench/README.md comes from this script.
 """
 
@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT))
 from bench.chunk_quality import cached_embedder, rows, score  # noqa: E402
 from bench.segmentation_sets import load_set  # noqa: E402
 from memvault.settings import ChunkSettings  # noqa: E402
-from tasks import chunk_segment as cs  # noqa: E402
-from tasks.chunk import exchanges, render  # noqa: E402
-from tasks.text import EMBED_CHARS  # noqa: E402
+from memvault.stages import chunk_segment as cs  # noqa: E402
+from memvault.stages.chunk import exchanges, render  # noqa: E402
+from memvault.stages.text import EMBED_CHARS  # noqa: E402
 
 Prepared = list[tuple[dict[str, Any], list[int], np.ndarray, np.ndarray, list[str], list[str]]]
 
@@ -198,7 +198,7 @@ def variants() -> dict[str, Variant]:
         defaults = ChunkSettings()
         return cs.boundaries(full, texts, defaults.boundary_similarity, defaults.boundary_depth)
 
-    out["chosen (tasks/chunk_segment.py now): block 3, full text, floor 0.40, depth 0.10"] = chosen
+    out["chosen (memvault/stages/chunk_segment.py now): block 3, full text, floor 0.40, depth 0.10"] = chosen
     out["before: block 2, full text + user turn, floor 0.20, depth 0.30"] = _before(0.20, 0.30)
     for floor, depth in itertools.product((0.2, 0.3, 0.4, 0.5, 0.6), (0.1, 0.3)):
         out[f"before's rule, floor {floor}, depth {depth}"] = _before(floor, depth)

@@ -27,7 +27,7 @@ import json, resource, sys, time
 from pathlib import Path
 from memvault.settings import load_settings
 from stores.ledger import Ledger
-from tasks.ingest_files import run_ingest
+from memvault.stages.ingest import ingest_roots
 settings = load_settings(Path(sys.argv[1]))
 """
 

@@ -1,16 +1,15 @@
 """The nightly flow: ingest → chunk → cluster → synthesize → wikify → normalize → changelog → index.
 
-Each stage is a Prefect task; the order is `tasks.pipeline.STAGES`, which the CLI slices.
-The flow holds a writing session (the writer lock and the open ledger, memvault/ops/session.py)
-for the whole run and writes the run report.
+Each stage is a Prefect task (tasks/stages.py) over its core function; the order is
+`tasks.pipeline.STAGES`, which the CLI slices. The run's bookkeeping — the writer lock, the
+stage context and the run report — is memvault/ops/run.py; this module only loops the stages.
 """
 
 import logging
 import time
-import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from uuid import UUID
 
 from prefect import flow
@@ -22,41 +21,19 @@ from prefect.artifacts import (create_markdown_artifact, create_progress_artifac
                                update_progress_artifact)
 from pydantic import BaseModel, Field, field_validator
 
-from memvault.budget import Budget
-from memvault.ops.plan import backlog, dry_run_plan
-from memvault.embeddings.select import embedder_for
-from stores.vector_cache import cached
 from memvault.engines.base import Engine
 from memvault.engines.settings import EngineName
-from memvault.ops.home import require_home
-from memvault.lock import wait_for_drainer
 from memvault.logs import show_info
-from memvault.ops.session import writing
+from memvault.ops.home import require_home
+from memvault.ops.plan import dry_run_plan
+from memvault.ops.run import Run, running
 from memvault.progress import Progress
-from memvault.settings import load_settings
-from tasks.changelog import changelog
-from tasks.chunk import chunk
-from tasks.cluster import cluster
-from tasks.context import StageContext, build_engine
-from tasks.index import index
-from tasks.ingest import ingest
-from tasks.normalize import normalize
+from memvault.reports import key_counts, markdown
+from memvault.settings import Settings, load_settings
 from tasks.pipeline import STAGES, VAULT_STAGES, StageName, select_stages
-from memvault.reports import build_report, key_counts, markdown, save_report
-from tasks.synthesize import synthesize
-from tasks.wikify import wikify
+from tasks.stages import TASKS
 
 log = logging.getLogger(__name__)
-
-
-class StageTask(Protocol):
-    """A stage's Prefect task as the flow calls it: the context in, the report's dict out."""
-
-    def __call__(self, ctx: StageContext) -> dict[str, Any]: ...
-
-
-TASKS: dict[str, StageTask] = {"ingest": ingest, "chunk": chunk, "cluster": cluster, "synthesize": synthesize,
-         "wikify": wikify, "normalize": normalize, "index": index}
 
 
 class RunOptions(BaseModel):
@@ -87,10 +64,18 @@ class RunOptions(BaseModel):
         # A date or a time without zone is read as UTC, as `--since` always has been.
         return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
 
+    def settings(self) -> Settings:
+        """The home's settings with this run's overrides (engine, sources); the home must exist."""
+        overrides: dict[str, Any] = {"engine": self.engine}
+        if not self.configured_sources:
+            overrides["sources"] = []
+        settings = load_settings(self.home, **overrides)
+        require_home(settings.home)
+        return settings
 
-def new_run_id() -> str:
-    """A sortable, unique run id: UTC time plus a random suffix."""
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    def extra_paths(self) -> list[Path]:
+        """The ad hoc paths to ingest, absolute."""
+        return [Path(p).expanduser().resolve() for p in self.paths]
 
 
 def execute(options: RunOptions, progress: Progress | None = None, engine: Engine | None = None) -> dict[str, Any]:
@@ -100,81 +85,36 @@ def execute(options: RunOptions, progress: Progress | None = None, engine: Engin
     (the flow shows it as a Prefect progress artifact). ``engine`` replaces the configured one
     (tests and benchmarks pass a FakeEngine or a loaded MlxEngine). With ``options.dry_run``
     nothing runs and nothing is written: the plan is returned instead of a report.
-
-    Long because it is the run's one try/finally: whatever happens to a stage, the report is
-    built, recorded in the ledger and saved, and the ledger closed.
     """
-    overrides: dict[str, Any] = {"engine": options.engine}
-    if not options.configured_sources:
-        overrides["sources"] = []
-    settings = load_settings(options.home, **overrides)
-    require_home(settings.home)
+    settings = options.settings()
     stages = select_stages(options.only, options.from_stage, options.until_stage)
-    since = options.since
     if options.dry_run:
-        from tasks.ingest import configured_roots, discover
+        return dry_run_plan(settings, options.since, options.extra_paths(), stages)
+    with running(settings, stages, writes_vault=bool(set(stages) & VAULT_STAGES), paths=options.extra_paths(),
+                 since=options.since, model=options.model, engine=engine) as run:
+        run_stages(run, stages, progress)
+    return run.report
 
-        roots = configured_roots(settings) + [("auto", Path(p).expanduser().resolve()) for p in options.paths]
-        return dry_run_plan(settings, since, discover(roots)[0], stages)
-    # A scheduled run that starts while the live drainer stores a capture waits for it.
-    wait_for_drainer(settings.state_dir, settings.live.drain_wait_s, log.info)
-    run_id = new_run_id()
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    with writing(settings, f"memvault run {run_id}") as session:
-        if set(stages) & VAULT_STAGES:
-            # Before any stage writes: a run on the wrong branch would strand its commit there.
-            session.vault.check_writable()
-        engine, reason = (engine, f"engine {engine.name} (given by the caller)") if engine is not None \
-            else build_engine(settings, options.model)
-        log.info("run %s: stages %s; engine %s (%s)", run_id, ", ".join(stages), engine.name, reason)
-        ledger = session.ledger
-        budget = Budget(settings.budget.max_tokens, settings.budget.max_seconds)
-        ctx = StageContext(settings=settings, ledger=ledger, vault=session.vault,
-                           embedder=cached(embedder_for(settings), settings.state_dir), run_id=run_id, engine=engine,
-                           extra_paths=[Path(p).expanduser().resolve() for p in options.paths],
-                           since=since, budget=budget)
-        ledger.start_run(run_id, engine.name)
-        results: dict[str, dict[str, Any]] = {}
+
+def run_stages(run: Run, stages: list[str], progress: Progress | None = None) -> None:
+    """Run ``stages`` in order as Prefect tasks, recording each one's report on ``run``; a
+    stage that raises is recorded as failed and ends the run."""
+    if progress:
+        progress.begin(len(stages))
+    for done, name in enumerate(stages):
+        if progress:
+            progress.advance(0, f"stage {name} ({done + 1}/{len(stages)})")
+        t0 = time.perf_counter()
         try:
-            if progress:
-                progress.begin(len(stages))
-            for done, name in enumerate(stages):
-                if progress:
-                    progress.advance(0, f"stage {name} ({done + 1}/{len(stages)})")
-                t0 = time.perf_counter()
-                try:
-                    if name == "changelog":
-                        seconds = {k: v["seconds"] for k, v in results.items()}
-                        tokens = sum(int(v.get("tokens", 0)) for v in results.values())
-                        out = changelog(ctx, seconds, tokens)
-                    else:
-                        out = TASKS[name](ctx)
-                    out = {"status": "completed", **out}
-                except Exception as exc:  # noqa: BLE001 - recorded in the report, then re-raised
-                    results[name] = {"status": "failed", "seconds": round(time.perf_counter() - t0, 3),
-                                     "error": f"{type(exc).__name__}: {exc}"}
-                    raise
-                out["seconds"] = round(time.perf_counter() - t0, 3)
-                results[name] = out
-                ledger.record_stage(run_id, name, out["status"], out["seconds"], out)
-                if progress:
-                    progress.advance(1)
-            if progress:
-                progress.done()
-        finally:
-            finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            report = build_report(run_id, engine.name, reason, results, ctx.touched_articles, ctx.rejected,
-                                  started, finished)
-            report["embedded_texts"] = ctx.embedder.texts  # what reached the model; the cache answered the rest
-            report["embedding_cache_hits"] = getattr(ctx.embedder, "hits", 0)
-            report["budget"] = budget.summary()
-            report["backlog"] = backlog(ledger, since, ctx.units_done, results)
-            ledger.finish_run(run_id, report["status"], report)
-            # Prefect keeps task parameters alive; drop the context's reference so no DuckDB
-            # handle outlives the run (the session closes it; DuckDB warns about leaks at exit).
-            ctx.ledger = None  # type: ignore[assignment]
-            save_report(settings.runs_dir, report)
-    return report
+            result = TASKS[name](run.ctx)
+        except Exception as exc:  # noqa: BLE001 - recorded in the report, then re-raised
+            run.failed(name, time.perf_counter() - t0, exc)
+            raise
+        run.completed(name, result.report(), time.perf_counter() - t0)
+        if progress:
+            progress.advance(1)
+    if progress:
+        progress.done()
 
 
 def publish(report: dict[str, Any]) -> None:

@@ -4,7 +4,7 @@ cluster stage appends to — its whole reading and writing, in one place.
 The page is a `# Buckets` heading, then one `## Name` section per bucket with a paragraph
 describing it. A person may add a section by hand (the cluster stage honours it) or delete
 one; `memvault forget` removes the section of a forgotten bucket. Names are matched case-,
-space- and underscore-insensitively, as the model's answers are (tasks/cluster_model.py).
+space- and underscore-insensitively, as the model's answers are (memvault/stages/cluster_model.py).
 """
 
 import re

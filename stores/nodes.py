@@ -330,7 +330,7 @@ class NodeIndex(NodeWrites):
         return len(ids)
 
 
-    # -- searches (recall: memvault/ops/memory.py; edge candidates: tasks/index.py) -------------
+    # -- searches (recall: memvault/ops/memory.py; edge candidates: memvault/stages/index.py) -------------
     # Through LanceDB's async API on a background loop (see ``_run``): a recall is two rounds,
     # the two searches side by side, then one read of the lifted rows that can still rank.
     def _table(self) -> AsyncTable:

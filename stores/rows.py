@@ -80,7 +80,7 @@ class BucketRow:
 
 @dataclass(frozen=True)
 class Intent:
-    """A journaled article write (see tasks/synthesize.py): recorded before the file is written."""
+    """A journaled article write (see memvault/stages/synthesize.py): recorded before the file is written."""
 
     bucket: str
     chunk_ids: tuple[str, ...]

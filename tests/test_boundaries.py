@@ -1,11 +1,14 @@
-"""Dependencies point one way: domain → stores → tasks → ops → flows, cli, servers.
+"""Dependencies point one way: domain → stores → stages → tasks, ops → flows, cli, servers.
 
-- domain (``memvault`` minus ``ops``, ``cli``, ``servers``, ``demo``): plain data, text and
-  engines; imports no store, stage, flow or Prefect.
+- domain (``memvault`` minus ``stages``, ``ops``, ``cli``, ``servers``, ``demo``): plain data,
+  text and engines; imports no store, stage, flow or Prefect.
 - ``stores``: the only importers of duckdb, lancedb and git; use the domain only.
-- ``tasks``: one module per stage (Prefect on top, pure functions below); domain and stores.
-- ``memvault.ops``: operations that own the writer lock and store handles; may call the
-  stages' pure functions, never Prefect or flows.
+- ``memvault.stages``: the pipeline's stages, ``run_<stage>(ctx) -> StageResult``; domain and
+  stores, never Prefect.
+- ``tasks``: the stages as Prefect tasks (one factory) and the stage order.
+- ``memvault.ops``: operations that own the writer lock and store handles; call the stages
+  themselves, never their Prefect tasks, Prefect or flows — so what a hook runs (the live
+  drainer, reindex, watch) never loads Prefect.
 - ``flows``, ``memvault.cli``, ``memvault.servers``, ``memvault.demo``, ``deployments``: the
   composition root.
 """
@@ -15,16 +18,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STORE_LIBRARIES = {"duckdb", "lancedb", "git"}
-LAYERS = ("domain", "stores", "tasks", "ops", "root")
+LAYERS = ("domain", "stores", "stages", "tasks", "ops", "root")
 # What each layer may import among the project's own layers (third-party rules below).
 ALLOWED = {
     "domain": {"domain"},
     "stores": {"domain", "stores"},
-    "tasks": {"domain", "stores", "tasks"},
-    "ops": {"domain", "stores", "tasks", "ops"},
+    "stages": {"domain", "stores", "stages"},
+    "tasks": {"domain", "stores", "stages", "tasks"},
+    "ops": {"domain", "stores", "stages", "ops"},
     "root": set(LAYERS),
 }
-NO_PREFECT = {"domain", "stores", "ops"}
+NO_PREFECT = {"domain", "stores", "stages", "ops"}
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -45,8 +49,8 @@ def layer_of_module(module: str) -> str | None:
     if parts[0] == "memvault":
         if len(parts) > 1 and parts[1] in ("cli", "servers", "demo"):
             return "root"
-        if len(parts) > 1 and parts[1] == "ops":
-            return "ops"
+        if len(parts) > 1 and parts[1] in ("ops", "stages"):
+            return parts[1]
         return "domain"
     return {"stores": "stores", "tasks": "tasks", "flows": "root", "deployments": "root"}.get(parts[0])
 
@@ -164,7 +168,6 @@ KNOWN_CYCLES = [
     ["memvault.errors", "memvault.models", "memvault.redact"],
     ["memvault.recall.gather", "memvault.recall.scoring"],
     ["memvault.servers.http", "memvault.servers.hub"],
-    ["tasks.ingest_batches", "tasks.ingest_files"],
 ]
 
 
@@ -174,9 +177,10 @@ def test_no_import_cycle_between_files() -> None:
 
 def test_the_checkers_see_what_they_must(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("from prefect import flow\nimport tasks.chunk\ndef f():\n    import duckdb\n")
-    assert imported_modules(bad) == {"prefect", "tasks.chunk", "duckdb"}
+    bad.write_text("from prefect import flow\nimport memvault.stages.chunk\ndef f():\n    import duckdb\n")
+    assert imported_modules(bad) == {"prefect", "memvault.stages.chunk", "duckdb"}
     assert layer_of_module("memvault.ops.forget") == "ops"
+    assert layer_of_module("memvault.stages.chunk") == "stages"
     assert layer_of_module("memvault.markdown.tree") == "domain"
     assert layer_of_module("flows.nightly") == "root"
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -53,7 +53,7 @@ def test_error_messages_never_echo_a_secret(home: Path) -> None:
 def test_malformed_transcript_fields_reach_no_report(home: Path, tmp_path: Path) -> None:
     from memvault.settings import load_settings
     from stores.ledger import Ledger
-    from tasks.ingest import run_ingest
+    from memvault.stages.ingest import ingest_roots
 
     src = tmp_path / "pi.jsonl"
     lines = [{"type": "session", "version": 3, "id": "p1", "cwd": f"/srv/{REDIS_URL}", "timestamp": "2025-03-03T10:00:00Z"},
@@ -65,7 +65,7 @@ def test_malformed_transcript_fields_reach_no_report(home: Path, tmp_path: Path)
     src.write_text("".join(json.dumps(x) + "\n" for x in lines))
     settings = load_settings(home)
     with Ledger.open(settings) as ledger:
-        result = run_ingest(ledger, settings, [("pi", src)])
+        result = ingest_roots(ledger, settings, [("pi", src)])
     report = result.model_dump_json()
     assert result.errors and result.conversations_new == 1, report
     for secret in ("W1nt3rPw", DOCKER, "T0ps3cretX9", "R3disPw9xQ"):

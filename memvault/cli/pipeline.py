@@ -58,7 +58,7 @@ def ingest(
                                       configured_sources=not given, quiet=as_json)
             result: dict[str, Any] = report["stages"].get("ingest", {})
         else:
-            from tasks.ingest import IngestResult
+            from memvault.stages.ingest_batches import IngestResult
 
             result = IngestResult().model_dump(mode="json")  # nothing to read: no flow run
         if missing:
@@ -195,7 +195,7 @@ def model(
                 "prompts": prompt_hashes(settings.home / "Meta"),
                 "budget": {"max_tokens": settings.budget.max_tokens, "max_seconds": settings.budget.max_seconds}}
         if probe:
-            from tasks.context import build_engine
+            from memvault.ops.run import build_engine
 
             engine, reason = build_engine(settings)
             data["chosen"] = {"engine": engine.name, "reason": reason}

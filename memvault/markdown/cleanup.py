@@ -5,7 +5,7 @@ title, chatter around it, commentary after the references), makes the title the 
 ensures a lead paragraph, and orders sections: body, `## See also` (merged with the
 article's wikilinks), `## References` (every footnote definition) last. No model, no I/O;
 `clean_article(clean_article(x, t), t) == clean_article(x, t)`.
-The wikify stage (tasks/wikify.py) runs it over the articles a run touched.
+The wikify stage (memvault/stages/wikify.py) runs it over the articles a run touched.
 """
 
 import re

@@ -27,8 +27,8 @@ from memvault.settings import Settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 from stores.vector_cache import cached
-from tasks.index_rows import conversation_rows, sync_doc, write_index
-from tasks.ingest_files import configured_roots, run_ingest
+from memvault.stages.index_rows import conversation_rows, sync_doc, write_index
+from memvault.stages.ingest import configured_roots, ingest_roots
 
 
 @dataclass
@@ -149,7 +149,7 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
             ledger = Ledger(settings.ledger_path)
             try:
                 if roots:
-                    ingested = run_ingest(ledger, settings, roots)
+                    ingested = ingest_roots(ledger, settings, roots)
                     result.files, result.messages_new = ingested.files_changed, ingested.messages_new
                     result.errors += [f"{e.file}:{e.line or '-'}: {e.error}" for e in ingested.errors]
                     failpoint("drain", "ingested")

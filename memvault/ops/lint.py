@@ -18,8 +18,8 @@ from memvault.markdown.lint_wiki import fix_escapes_and_lead
 from memvault.ops.session import writing
 from memvault.settings import Settings
 from stores.vault import Vault
-from tasks.normalize import normalize_vault
-from tasks.wikify import clean_articles
+from memvault.stages.normalize import normalize_vault
+from memvault.stages.wikify import clean_articles
 
 _IGNORED = {".gitkeep", ".DS_Store"}
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from memvault.budget import estimate_calls, progress
 from memvault.settings import Settings
+from memvault.stages.ingest import configured_roots, discover
 from stores.ledger import Ledger
 
 
@@ -39,12 +40,14 @@ def backlog(ledger: Ledger, since: datetime | None, units_done: dict[str, int],
     return out
 
 
-def dry_run_plan(settings: Settings, since: datetime | None, files: list[tuple[str, Path]], stages: list[str]) -> dict[str, Any]:
-    """What a run would process and the model calls it would make; reads, never writes.
+def dry_run_plan(settings: Settings, since: datetime | None, paths: list[Path], stages: list[str]) -> dict[str, Any]:
+    """What a run would process (the configured sources and ``paths``) and the model calls it
+    would make; reads, never writes.
 
     Opens the ledger read-only, which DuckDB allows only while no writer holds it: while a
     run writes, :class:`~memvault.errors.LedgerBusy` names it.
     """
+    files = discover(configured_roots(settings) + [("auto", p) for p in paths])[0]
     plan: dict[str, Any] = {"dry_run": True, "stages": stages, "engine": settings.engine,
                             "since": since.isoformat() if since else None}
     if not settings.ledger_path.exists():

@@ -27,7 +27,7 @@ from stores.location import index_uri, next_index_uri, remove_local_index, set_l
 from stores.nodes import NodeIndex
 from stores.vector_cache import cached
 from stores.vault import Vault
-from tasks.index_rows import conversation_rows, embed_rows, rows_for
+from memvault.stages.index_rows import conversation_rows, embed_rows, rows_for
 
 BATCH = 256
 

@@ -17,7 +17,7 @@ from memvault import spool
 from memvault.errors import ConfigError
 from memvault.ops.admin_results import DrainTotals
 from memvault.settings import Settings
-from tasks.ingest_files import SUFFIXES, configured_roots, discover
+from memvault.stages.ingest import SUFFIXES, configured_roots, discover
 
 
 def snapshot(roots: list[tuple[str, Path]]) -> dict[Path, tuple[int, float]]:

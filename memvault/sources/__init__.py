@@ -1,6 +1,6 @@
 """Transcript sources: one parser per format, all yielding normalized conversations.
 
-Public API (used by tasks/ingest_files.py):
+Public API (used by memvault/stages/ingest.py):
     detect_format(path) -> SourceKind | None      # from content, never from the file name
     parse_file(path, kind, start_offset=0, state=None) -> ParseResult
 

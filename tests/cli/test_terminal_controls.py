@@ -30,7 +30,7 @@ def home_with_controls(tmp_path_factory: pytest.TempPathFactory, embedder) -> tu
     from stores.ledger import Ledger
     from stores.nodes import NodeIndex
     from stores.vault import Vault
-    from tasks.ingest import run_ingest
+    from memvault.stages.ingest import ingest_roots
 
     tmp = tmp_path_factory.mktemp("controls")
     home = tmp / "home"
@@ -39,7 +39,7 @@ def home_with_controls(tmp_path_factory: pytest.TempPathFactory, embedder) -> tu
     src.write_text(cc_session("ctl", [USER, REPLY]))
     settings = load_settings(home)
     with Ledger.open(settings) as ledger:
-        run_ingest(ledger, settings, [("claude-code", src)])
+        ingest_roots(ledger, settings, [("claude-code", src)])
         [cid] = ledger.conversation_ids()
         index_conversations(ledger, NodeIndex.open_or_create(settings), embedder, settings, [cid])
     # An article holding the same text (as an edit by hand or a synthesis could leave it).

@@ -18,9 +18,9 @@ from memvault.engines.constrain import (
     TokenVocab, UnsupportedSchema, advance, advance_text, compile_schema, finished, min_finish, start,
 )
 from memvault.engines.mlx import MlxEngine
-from tasks.chunk_model import ChunkReply
-from tasks.cluster_model import ClusterReply
-from tasks.synthesize_model import SynthesisReply
+from memvault.stages.chunk_model import ChunkReply
+from memvault.stages.cluster_model import ClusterReply
+from memvault.stages.synthesize_model import SynthesisReply
 
 REPLIES = (ChunkReply, ClusterReply, SynthesisReply)
 

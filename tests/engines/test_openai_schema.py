@@ -15,7 +15,7 @@ import pytest
 
 from memvault.engines import EngineError, structured
 from memvault.engines.openai import OpenAIEngine
-from tasks.chunk_model import ChunkReply
+from memvault.stages.chunk_model import ChunkReply
 
 REPLY = json.dumps({"chunks": [{"start": "m1", "end": "m2", "label": "Backup schedule"}]})
 

@@ -12,11 +12,11 @@ from memvault.budget import Budget
 from memvault.engines.base import Completion
 from memvault.prompts import PROMPTS_DIR, STAGES, load_prompt
 from memvault.reports import build_report, markdown
-from tasks.chunk_model import ChunkReply
-from tasks.chunk_model import reply_tokens as chunk_reply_tokens
-from tasks.cluster_model import ClusterReply
-from tasks.cluster_model import reply_tokens as cluster_reply_tokens
-from tasks.synthesize_model import SynthesisReply
+from memvault.stages.chunk_model import ChunkReply
+from memvault.stages.chunk_model import reply_tokens as chunk_reply_tokens
+from memvault.stages.cluster_model import ClusterReply
+from memvault.stages.cluster_model import reply_tokens as cluster_reply_tokens
+from memvault.stages.synthesize_model import SynthesisReply
 
 META = Path(__file__).resolve().parents[2] / "vault_template" / "Meta"
 # What SmolLM2 copied from the old prompts: `"<message id>"`, `"<topic>"`, `[^<id>]`.

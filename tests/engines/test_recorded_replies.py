@@ -3,7 +3,7 @@ the parser, repair and validation the stages use: it parses, is repaired, or fal
 reason — never a crash.
 
 The segmentation fixture is replayed through the chunk stage's own model path
-(`tasks.chunk.model_segments`) on the labelled conversations it was recorded on; the prompts
+(`memvault.stages.chunk.model_segments`) on the labelled conversations it was recorded on; the prompts
 must be the very ones the model answered (same hash), or the fixture is stale.
 """
 
@@ -18,9 +18,9 @@ from pydantic import BaseModel
 
 from memvault.engines import FakeEngine
 from memvault.engines.base import parse_reply
-from tasks.chunk_model import ChunkReply
-from tasks.cluster_model import ClusterReply
-from tasks.synthesize_model import SynthesisReply
+from memvault.stages.chunk_model import ChunkReply
+from memvault.stages.cluster_model import ClusterReply
+from memvault.stages.synthesize_model import SynthesisReply
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLIES = ROOT / "tests" / "fixtures" / "replies"
@@ -65,7 +65,7 @@ def test_recorded_chunk_replies_replay_through_the_stage_path(path: Path) -> Non
     from bench.chunk_quality import conversation_row, replay_replies, rows
     from memvault.prompts import load_prompt
     from memvault.settings import load_settings
-    from tasks.chunk import exchanges, model_segments
+    from memvault.stages.chunk import exchanges, model_segments
 
     data = load(path)
     convs = {c["id"]: c for c in json.loads((ROOT / data["data"]).read_text(encoding="utf-8"))["conversations"]}

@@ -98,9 +98,9 @@ def test_stage_log_lines_reach_the_prefect_run_logs(demo_runs) -> None:
             logs = await client.read_logs(LogFilter(name=LogFilterName(any_=[name])))
         return [(log.message, log.flow_run_id) for log in logs]
 
-    chunked = asyncio.run(lines("tasks.chunk"))
+    chunked = asyncio.run(lines("memvault.stages.chunk"))
     # Each conversation is named by its short id and its title.
     assert any(re.match(r'chunked [0-9a-f]{8} "[^"]+" into \d+ chunk\(s\) \(none\)$', m) for m, _ in chunked)
     assert all(run is not None for _, run in chunked)  # attached to a flow run, not loose
-    committed = asyncio.run(lines("tasks.changelog"))
+    committed = asyncio.run(lines("memvault.stages.changelog"))
     assert any(m.startswith("committed ") for m, _ in committed)

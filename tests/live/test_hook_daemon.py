@@ -106,7 +106,7 @@ def _index_backup_chat(home: Path, embedder):
     from memvault.markdown.tree import conversation_nodes
     from memvault.settings import load_settings
     from stores.nodes import NodeIndex
-    from tasks.index import rows_for, write_index
+    from memvault.stages.index import rows_for, write_index
 
     settings = load_settings(home)
     nodes = NodeIndex.open_or_create(settings)

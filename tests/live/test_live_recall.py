@@ -68,7 +68,7 @@ def test_prompt_recall_through_a_running_serve(demo_copy: Path, spawn) -> None:
 
 def test_the_hook_output_is_stripped_when_its_transcript_is_ingested(demo_copy: Path, tmp_path: Path) -> None:
     from stores.ledger import Ledger
-    from tasks.ingest import run_ingest
+    from memvault.stages.ingest import ingest_roots
 
     block = prompt_hook(demo_copy, RELATED).stdout.strip()
     assert block
@@ -83,7 +83,7 @@ def test_the_hook_output_is_stripped_when_its_transcript_is_ingested(demo_copy: 
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     settings = settings_of(demo_copy)
     with Ledger.open(settings) as ledger:
-        run_ingest(ledger, settings, [("claude-code", path)])
+        ingest_roots(ledger, settings, [("claude-code", path)])
         echo = [c for c in ledger.conversation_ids() if (row := ledger.conversation(c)) and row.native_id == "hook-echo"]
         texts = [m.text for c in echo for m in ledger.active_thread(c)]
     assert texts and all("memory-recall" not in t and "9414750" not in t for t in texts)

@@ -16,7 +16,7 @@ from memvault.settings import Settings, load_settings
 from stores.ledger import Ledger
 from stores.location import index_uri
 from stores.nodes import NodeIndex
-from tasks.ingest_files import run_ingest
+from memvault.stages.ingest import ingest_roots
 from tests.fake_embeddings import FakeServer, fake_embeddings_server
 from tests.helpers import cc_session
 
@@ -42,7 +42,7 @@ def ingested(home: Path, tmp_path: Path) -> Path:
     settings = load_settings(home)
     ledger = Ledger(settings.ledger_path)
     try:
-        result = run_ingest(ledger, settings, [("claude-code", folder.parent)])
+        result = ingest_roots(ledger, settings, [("claude-code", folder.parent)])
     finally:
         ledger.close()
     assert result.messages_new == len(TURNS)
@@ -123,8 +123,8 @@ def test_a_server_that_changes_dimension_mid_rebuild_stops_it(ingested: Path) ->
 def test_a_run_leaves_an_index_of_another_embedder_as_it_is(ingested: Path) -> None:
     from memvault.embeddings.select import embedder_for
     from stores.vault import Vault
-    from tasks.context import StageContext
-    from tasks.index import run_index
+    from memvault.stages.context import StageContext
+    from memvault.stages.index import run_index
 
     with fake_embeddings_server(FakeServer(dim=24)) as a, fake_embeddings_server(FakeServer(dim=40)) as b:
         rebuild_index(_settings(ingested, a.url, "model-a"))

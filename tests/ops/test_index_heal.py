@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from memvault.settings import load_settings
 from stores.location import index_uri
-from tasks.index import missing_conversations
+from memvault.stages.index import missing_conversations
 
 
 def _status(home: Path) -> dict:

@@ -11,7 +11,7 @@ from memvault.recall.access import ACCESS_LOG, fold_access
 from memvault.ops.memory import MemoryService
 from memvault.settings import load_settings
 from stores.nodes import NodeIndex
-from tasks.index import rows_for, write_index
+from memvault.stages.index import rows_for, write_index
 
 TURNS = [
     ("D1:1", "Ann", "Guess what, I finally adopted a dog last weekend!"),

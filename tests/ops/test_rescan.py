@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from typer.testing import CliRunner
 
-from tasks.ingest import run_ingest
+from memvault.stages.ingest import ingest_roots
 from tests.helpers import cc_session
 
 SECRET = "corp-7Q2mN9pR4sT6vW8yZ1aC3dE5fG7hJ9kL"  # a company token no built-in pattern knows
@@ -25,13 +25,13 @@ def test_rescan_removes_a_newly_covered_secret_everywhere(home: Path, tmp_path: 
     from stores.ledger import Ledger
     from stores.nodes import NodeIndex
     from stores.vault import Vault
-    from tasks.index import rows_for
+    from memvault.stages.index import rows_for
 
     settings = load_settings(home)
     src = tmp_path / "s.jsonl"
     src.write_text(cc_session("corp", [f"The deploy token is {SECRET}", f"Noted: {SECRET} goes in CI."]))
     with Ledger.open(settings) as ledger:
-        run_ingest(ledger, settings, [("claude-code", src)])
+        ingest_roots(ledger, settings, [("claude-code", src)])
         [cid] = ledger.conversation_ids()
         msgs = [(m.native_id, m.role, m.text, m.timestamp) for m in ledger.active_thread(cid)]
     # The index as the index stage builds it (vectors do not matter to this test).

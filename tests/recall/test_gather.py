@@ -15,7 +15,7 @@ from memvault.recall.query import hop_terms, speaker
 from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates, score_head
 from memvault.settings import load_settings
 from stores.nodes import NodeIndex
-from tasks.index import rows_for, write_index
+from memvault.stages.index import rows_for, write_index
 from tests.helpers import check_explain_adds_up
 
 NOW = datetime(2025, 1, 1)

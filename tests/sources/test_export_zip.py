@@ -17,7 +17,7 @@ import pytest
 
 from memvault.sources import detect_format, parse_file
 from memvault.sources.export import export_slices
-from tasks.ingest import run_ingest
+from memvault.stages.ingest import ingest_roots
 from tests.helpers import FORMATS
 
 SAMPLES = {"chatgpt": FORMATS / "chatgpt" / "conversations.RECONSTRUCTED.json",
@@ -74,15 +74,15 @@ def test_a_zipped_export_ingests_as_its_unzipped_file(env, env2, tmp_path: Path,
     (ledger, settings), (ledger2, settings2) = env, env2
     plain = SAMPLES[kind]
     archive = _zip(tmp_path / "downloads" / f"{kind}-export.zip", plain.read_bytes())
-    from_plain = run_ingest(ledger, settings, [("auto", plain)])
-    from_zip = run_ingest(ledger2, settings2, [("auto", archive.parent)])  # found in a folder as .zip
+    from_plain = ingest_roots(ledger, settings, [("auto", plain)])
+    from_zip = ingest_roots(ledger2, settings2, [("auto", archive.parent)])  # found in a folder as .zip
     assert from_zip.errors == [] and from_plain.errors == []
     assert from_zip.conversations_new == from_plain.conversations_new > 0
     assert from_zip.messages_new == from_plain.messages_new > 0
     assert ledger2.counts() == ledger.counts()
     assert _stored(ledger2) == _stored(ledger)
     # Unchanged, the zip costs a stat the next time.
-    again = run_ingest(ledger2, settings2, [("auto", archive.parent)])
+    again = ingest_roots(ledger2, settings2, [("auto", archive.parent)])
     assert (again.files_changed, again.conversations_new, again.messages_new) == (0, 0, 0)
 
 
@@ -102,7 +102,7 @@ def test_a_zip_without_an_export_is_reported_not_guessed(env, tmp_path: Path) ->
     result = parse_file(other, "chatgpt")
     assert len(result.errors) == 1 and "without a ChatGPT conversations.json" in result.errors[0].error
     assert "album.json" in result.errors[0].error
-    ingested = run_ingest(ledger, settings, [("auto", other)])
+    ingested = ingest_roots(ledger, settings, [("auto", other)])
     assert ingested.conversations_new == 0 and "not a transcript memvault recognizes" in ingested.errors[0].error
 
 
@@ -127,17 +127,17 @@ def _chatgpt_conversation(n: int, turns: int = 2) -> dict[str, Any]:
 def test_a_second_larger_export_adds_only_the_new_conversations(env, tmp_path: Path) -> None:
     ledger, settings = env
     first = _zip(tmp_path / "exports" / "chatgpt-2026-11.zip", json.dumps([_chatgpt_conversation(n) for n in range(3)]))
-    one = run_ingest(ledger, settings, [("chatgpt", first)])
+    one = ingest_roots(ledger, settings, [("chatgpt", first)])
     assert (one.conversations_new, one.messages_new, one.errors) == (3, 12, [])
     # The next month's download holds the old conversations again, in another order, and two new ones.
     newer = [_chatgpt_conversation(n) for n in (4, 0, 1, 3, 2)]
     second = _zip(tmp_path / "exports" / "chatgpt-2026-12.zip", json.dumps(newer, indent=1))
-    two = run_ingest(ledger, settings, [("auto", tmp_path / "exports")])
+    two = ingest_roots(ledger, settings, [("auto", tmp_path / "exports")])
     assert (two.conversations_new, two.conversations_updated, two.messages_new, two.errors) == (2, 0, 8, [])
     assert ledger.counts().conversations == 5 and ledger.counts().messages == 20
     # The same download again, touched: read, and nothing added.
     second.touch()
-    again = run_ingest(ledger, settings, [("auto", tmp_path / "exports")])
+    again = ingest_roots(ledger, settings, [("auto", tmp_path / "exports")])
     assert again.files_changed == 1 and (again.conversations_new, again.messages_new) == (0, 0)
 
 
@@ -147,7 +147,7 @@ def test_a_malformed_conversation_in_a_zip_does_not_stop_the_others(env, tmp_pat
     broken["mapping"] = ["not", "an", "object"]
     items = [_chatgpt_conversation(0), broken, "a string where a conversation belongs", _chatgpt_conversation(3)]
     archive = _zip(tmp_path / "export.zip", json.dumps(items), member="Export-2026/conversations.json")
-    result = run_ingest(ledger, settings, [("auto", archive)])
+    result = ingest_roots(ledger, settings, [("auto", archive)])
     assert result.conversations_new == 2 and result.messages_new == 8
     assert {r[0] for r in ledger.con.execute("SELECT native_id FROM conversations").fetchall()} == {"conv-0000", "conv-0003"}
     first, second = result.errors
@@ -156,7 +156,7 @@ def test_a_malformed_conversation_in_a_zip_does_not_stop_the_others(env, tmp_pat
     assert "conversation #1 (counting from 0, id conv-0001) unusable" in first.error and "'mapping'" in first.error
     assert "conversation #2 (counting from 0) is a str" in second.error
     # Reported again while the file is unchanged, so the user sees it until it is fixed.
-    again = run_ingest(ledger, settings, [("auto", archive)])
+    again = ingest_roots(ledger, settings, [("auto", archive)])
     assert [e.error for e in again.errors] == [first.error, second.error]
 
 
@@ -179,8 +179,8 @@ def test_slices_of_a_stream_store_the_same_as_one_pass(env, env2, tmp_path: Path
     assert sum(len(s.conversations) for s, _ in slices) == 60
     offsets = [s.end_offset for s, _ in slices]
     assert offsets == sorted(offsets) and offsets[-1] == archive.stat().st_size
-    sliced = run_ingest(ledger, settings, [("auto", archive)], slice_bytes=8 * 1024)
-    whole = run_ingest(ledger2, settings2, [("auto", archive)])
+    sliced = ingest_roots(ledger, settings, [("auto", archive)], slice_bytes=8 * 1024)
+    whole = ingest_roots(ledger2, settings2, [("auto", archive)])
     assert sliced.slices == len(slices) and whole.slices == 1
     assert (sliced.conversations_new, sliced.messages_new) == (whole.conversations_new, whole.messages_new) == (60, 600)
     assert _stored(ledger) == _stored(ledger2)
@@ -214,7 +214,7 @@ def test_a_damaged_or_cut_zip_is_reported_never_raised(env, tmp_path: Path) -> N
         result = parse_file(path, "chatgpt")
         assert result.errors and all(e.file == str(path) for e in result.errors), path
         assert "re-download the ChatGPT export" in result.errors[-1].error
-    ingested = run_ingest(ledger, settings, [("chatgpt", tmp_path / "src")])
+    ingested = ingest_roots(ledger, settings, [("chatgpt", tmp_path / "src")])
     assert {Path(e.file).name for e in ingested.errors} == {"damaged.zip", "cut.zip"}
 
 

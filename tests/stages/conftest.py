@@ -32,7 +32,7 @@ def stage_home(tmp_path: Path) -> Path:
     from memvault.ops.home import init_home
     from memvault.settings import load_settings
     from stores.ledger import Ledger
-    from tasks.ingest import run_ingest
+    from memvault.stages.ingest import ingest_roots
 
     home = tmp_path / "home"
     init_home(home)
@@ -40,7 +40,7 @@ def stage_home(tmp_path: Path) -> Path:
     settings = load_settings(home)
     ledger = Ledger(settings.ledger_path)
     try:
-        run_ingest(ledger, settings, [("auto", src)])
+        ingest_roots(ledger, settings, [("auto", src)])
     finally:
         ledger.close()
     return home
@@ -53,7 +53,7 @@ def make_ctx(stage_home: Path, embedder) -> Iterator[Any]:
     from memvault.settings import load_settings
     from stores.ledger import Ledger
     from stores.vault import Vault
-    from tasks.context import StageContext
+    from memvault.stages.context import StageContext
 
     opened: list[Ledger] = []
 

@@ -8,12 +8,12 @@ from types import SimpleNamespace
 import git
 
 from stores.vault import Vault
-from tasks.changelog import run_changelog
+from memvault.stages.changelog import run_changelog
 
 
 def _ctx(home: Path, **kw) -> SimpleNamespace:
     base = {"vault": Vault(home), "run_id": "run-x", "conversations_ingested": 0, "touched_articles": {},
-            "rejected": {}}
+            "rejected": {}, "reports": {}}
     return SimpleNamespace(**{**base, **kw})
 
 
@@ -37,7 +37,7 @@ def test_real_runs_one_digest_one_commit_then_none(demo_runs) -> None:
 
 def test_nothing_changed_means_no_digest_and_no_commit(home: Path) -> None:
     commits = Vault(home).commit_count()
-    out = run_changelog(_ctx(home), {"ingest": 0.1})
+    out = run_changelog(_ctx(home, reports={"ingest": {"seconds": 0.1}}))
     assert out.report() == {"committed": None, "digest": False}
     assert Vault(home).commit_count() == commits and not (home / "Meta" / "Changelog.md").exists()
 
@@ -47,8 +47,9 @@ def test_rejections_and_hand_edits_are_recorded_in_one_commit(home: Path) -> Non
     (home / "articles" / "Tides.md").write_text("# Tides\n\nA person wrote this.\n")
     Vault(home).write(home / "articles" / "Tides.md", "# Tides\n\nA person wrote this. memvault added this.\n")
     ctx = _ctx(home, run_id="run-y", conversations_ingested=2, touched_articles={"Tides": "updated"},
-               rejected={"Backups": ["shrank: 10 words is below 70% of the previous 40"]})
-    out = run_changelog(ctx, {"ingest": 1.0, "synthesize": 2.5}, tokens=1234)
+               rejected={"Backups": ["shrank: 10 words is below 70% of the previous 40"]},
+               reports={"ingest": {"seconds": 1.0}, "synthesize": {"seconds": 2.5, "tokens": 1234}})
+    out = run_changelog(ctx)
     assert out.digest and out.committed
     log = (home / "Meta" / "Changelog.md").read_text()
     assert "run run-y" in log and "- Conversations ingested or updated: 2" in log
@@ -59,4 +60,4 @@ def test_rejections_and_hand_edits_are_recorded_in_one_commit(home: Path) -> Non
     assert head.message.startswith("memvault run run-y: 0 created, 1 updated, 1 rejected, 2 conversations")
     assert {"articles/Tides.md", "Meta/Changelog.md"} <= set(head.stats.files)
     assert "Includes uncommitted edits a person made" in head.message and "articles/Tides.md" in head.message
-    assert run_changelog(_ctx(home, run_id="run-z"), {}).committed is None
+    assert run_changelog(_ctx(home, run_id="run-z")).committed is None

@@ -1,4 +1,4 @@
-"""No-model topic segmentation (tasks.chunk_segment, tasks.chunk.plan_chunks)."""
+"""No-model topic segmentation (memvault.stages.chunk_segment, memvault.stages.chunk.plan_chunks)."""
 
 import json
 from pathlib import Path
@@ -8,8 +8,8 @@ import pytest
 
 from memvault.settings import ChunkSettings
 from stores.rows import MessageRow
-from tasks.chunk import plan_chunks
-from tasks.chunk_segment import boundaries, depth_scores, gap_similarities, segment, shift_cue
+from memvault.stages.chunk import plan_chunks
+from memvault.stages.chunk_segment import boundaries, depth_scores, gap_similarities, segment, shift_cue
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "segmentation"
 
@@ -127,7 +127,7 @@ def test_segment_respects_cuts_and_max_chars() -> None:
 
 
 def test_a_chunk_label_skips_a_leading_acknowledgement() -> None:
-    from tasks.text import label
+    from memvault.stages.text import label
 
     assert label("Thanks. What about retention for the backups?") == "What about retention for the backups?"
     assert label("Thanks!") == "Thanks!"  # nothing better to say

@@ -4,8 +4,8 @@ from typing import Any
 
 from memvault.engines.none import NoneEngine
 from memvault.noise import discussion_words, is_low_content
-from tasks.cluster import run_cluster
-from tasks.cluster_projects import apart_matrix, other_project, related
+from memvault.stages.cluster import run_cluster
+from memvault.stages.cluster_projects import apart_matrix, other_project, related
 
 THIN = [
     "user: [image: file_00000000aaaa (IMG_2231.jpeg)]",

@@ -24,10 +24,10 @@ def _run(tmp: Path, embedder: Any, **overrides: Any) -> tuple[dict[str, set[str 
     from memvault.settings import load_settings
     from stores.ledger import Ledger
     from stores.vault import Vault
-    from tasks.chunk import run_chunk
-    from tasks.cluster import run_cluster
-    from tasks.context import StageContext
-    from tasks.ingest import run_ingest
+    from memvault.stages.chunk import run_chunk
+    from memvault.stages.cluster import run_cluster
+    from memvault.stages.context import StageContext
+    from memvault.stages.ingest import ingest_roots
 
     home, src = tmp / "home", tmp / "src"
     init_home(home)
@@ -37,7 +37,7 @@ def _run(tmp: Path, embedder: Any, **overrides: Any) -> tuple[dict[str, set[str 
     settings = load_settings(home, **overrides)
     ledger = Ledger(settings.ledger_path)
     try:
-        run_ingest(ledger, settings, [("auto", src)])
+        ingest_roots(ledger, settings, [("auto", src)])
         ctx = StageContext(settings=settings, ledger=ledger, vault=Vault(home), embedder=embedder, run_id="r1",
                            engine=NoneEngine(), budget=Budget(10**9, 3600))
         run_chunk(ctx)

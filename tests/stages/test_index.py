@@ -10,7 +10,7 @@ import pytest
 from memvault.markdown.tree import conversation_nodes
 from memvault.recall.access import ACCESS_LOG, append_access, fold_access
 from stores.nodes import NodeIndex
-from tasks.index import context_texts, node_hash, rows_for
+from memvault.stages.index import context_texts, node_hash, rows_for
 from tests.helpers import synthetic_rows
 
 DIM = 16
@@ -133,7 +133,7 @@ def test_each_turn_names_the_turn_that_replies_to_it() -> None:
 
 
 def test_a_grown_conversation_rewrites_the_turns_whose_links_changed(tmp_path: Path) -> None:
-    from tasks.index import sync_doc
+    from memvault.stages.index import sync_doc
 
     msgs = [("m1", "user", "Which port does the NAS use?", None), ("m2", "assistant", "Port 5432.", None)]
     nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
@@ -154,7 +154,7 @@ def test_a_grown_conversation_rewrites_the_turns_whose_links_changed(tmp_path: P
 def test_a_write_links_each_new_node_to_its_most_similar_nodes_in_one_commit(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from tasks.index import write_index
+    from memvault.stages.index import write_index
 
     rng = np.random.default_rng(9)
     nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
@@ -193,7 +193,7 @@ def test_a_write_links_each_new_node_to_its_most_similar_nodes_in_one_commit(tmp
 
 
 def test_embed_rows_sends_texts_of_like_length_together_and_reports_progress() -> None:
-    from tasks.index import embed_rows
+    from memvault.stages.index import embed_rows
 
     rows = [{"embed_text": "w " * n, "title": "", "text": ""} for n in [3, 300, 7, 150, 1] * 60]
     calls: list[list[str]] = []

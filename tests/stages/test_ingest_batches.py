@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memvault.models import Conversation, Message
-from tasks.ingest import run_ingest
+from memvault.stages.ingest import ingest_roots
 from tests.helpers import FORMATS, SAMPLES, cc_session, write_topics
 
 
@@ -59,7 +59,7 @@ def test_forgotten_conversations_are_skipped_inside_a_batch(ingest_env) -> None:
 
 def test_many_files_per_batch_store_what_one_file_per_batch_stores(ingest_env, home: Path, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    import tasks.ingest_files as ingest_mod
+    import memvault.stages.ingest as ingest_mod
     from memvault.settings import load_settings
     from stores.ledger import Ledger
 
@@ -69,14 +69,14 @@ def test_many_files_per_batch_store_what_one_file_per_batch_stores(ingest_env, h
     shutil.copytree(SAMPLES, src / "samples")
     for i in range(30):
         (src / f"extra{i}.jsonl").write_text(cc_session(f"x{i}", [f"question {i}", f"answer {i}", "thanks"]))
-    batched = run_ingest(ledger, settings, [("auto", src)])
+    batched = ingest_roots(ledger, settings, [("auto", src)])
     other = Ledger(tmp_path / "per_file.duckdb")
     try:
         # A batch of one file: the old store-and-commit-each-file behaviour.
         real = ingest_mod._Batches
         monkeypatch.setattr(ingest_mod, "_Batches", lambda ledger, result, limit, pattern=None: real(
             ledger, result, limit, limit_files=1, pattern=pattern))
-        per_file = run_ingest(other, load_settings(home), [("auto", src)])
+        per_file = ingest_roots(other, load_settings(home), [("auto", src)])
         keys = ("files_seen", "files_changed", "conversations_new", "conversations_updated", "messages_new",
                 "redactions", "skipped_types", "skipped_own")
         assert {k: getattr(batched, k) for k in keys} == {k: getattr(per_file, k) for k in keys}
@@ -96,11 +96,11 @@ def test_topics_are_judged_by_the_ledger_for_new_and_edited_text(ingest_env, hom
     # prefilter must still hand it to the ledger.
     texts = ["Plan the week", "Sure.", "Prep my salary negotiationé talk", "Lead with data."]
     path.write_text(cc_session("s", texts))
-    first = run_ingest(ledger, settings, [("claude-code", path)])
+    first = ingest_roots(ledger, settings, [("claude-code", path)])
     assert first.conversations_ignored == 1 and len(ledger.ignored_conversation_ids()) == 1
     # The file is rewritten with that message edited: the edit is judged again, and it is let back in.
     path.write_text(cc_session("s", [*texts[:2], "Prep my talk", texts[3]]))
-    again = run_ingest(ledger, settings, [("claude-code", path)])
+    again = ingest_roots(ledger, settings, [("claude-code", path)])
     assert again.conversations_updated == 1 and ledger.ignored_conversation_ids() == []
 
 
@@ -108,7 +108,7 @@ def test_a_lone_surrogate_is_stored_not_a_failed_batch(ingest_env, tmp_path: Pat
     ledger, settings = ingest_env
     path = tmp_path / "s.jsonl"
     path.write_text(cc_session("s", ["emoji cut in half: \ud83d", "ok, noted"]) + cc_session("t", ["other"]))
-    result = run_ingest(ledger, settings, [("claude-code", path)])
+    result = ingest_roots(ledger, settings, [("claude-code", path)])
     assert result.errors == [] and result.messages_new == 3
     texts = [m.text for c in ledger.conversation_ids() for m in ledger.active_thread(c)]
     assert "emoji cut in half: \ufffd" in texts

@@ -4,7 +4,7 @@ import random
 import signal
 from pathlib import Path
 
-from tasks.ingest import run_ingest
+from memvault.stages.ingest import ingest_roots
 from tests.helpers import cc_session
 from tests.stages.fuzz_inputs import fuzz_case
 
@@ -27,7 +27,7 @@ def test_fuzzed_inputs_never_crash_ingest_or_lose_a_good_file(ingest_env, tmp_pa
     old = signal.signal(signal.SIGALRM, hung)
     signal.alarm(300)
     try:
-        result = run_ingest(ledger, settings, [("auto", src)])  # crashed: it raises
+        result = ingest_roots(ledger, settings, [("auto", src)])  # crashed: it raises
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memvault.sources import detect_format
-from tasks.ingest import run_ingest
+from memvault.stages.ingest import ingest_roots
 from tests.helpers import cc_session
 
 
@@ -22,7 +22,7 @@ def test_a_line_whose_type_is_an_object_or_list_stops_neither_detection_nor_inge
                                    + cc_session("odd", ["how do I rotate the nginx logs?", "use logrotate"]))
     (src / "other.jsonl").write_text(cc_session("other", ["hello there", "hi"]))
     assert detect_format(src / "odd.jsonl") == "claude-code"
-    result = run_ingest(ledger, settings, [("auto", src)])
+    result = ingest_roots(ledger, settings, [("auto", src)])
     assert result.conversations_new == 2 and result.messages_new == 4
     assert [(Path(e.file).name, e.line) for e in result.errors] == [("odd.jsonl", 1)]
 
@@ -36,9 +36,9 @@ def test_a_file_name_that_is_not_utf8_does_not_fail_the_batch(ingest_env, tmp_pa
     with open(bad, "w") as fh:
         fh.write(cc_session("latin", ["notes on the caf\u00e9 budget", "noted"]))
     (src / "plain.jsonl").write_text(cc_session("plain", ["hello there", "hi"]))
-    result = run_ingest(ledger, settings, [("auto", src)])
+    result = ingest_roots(ledger, settings, [("auto", src)])
     assert result.errors == [] and result.conversations_new == 2 and result.messages_new == 4
-    again = run_ingest(ledger, settings, [("auto", src)])
+    again = ingest_roots(ledger, settings, [("auto", src)])
     assert again.messages_new == 0 and again.errors == []  # its watermark was stored, under a readable name
 
 
@@ -64,7 +64,7 @@ def test_a_huge_string_is_cut_before_parsing_and_the_rest_of_the_export_is_store
     export = tmp_path / "chatgpt.zip"
     with zipfile.ZipFile(export, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("conversations.json", json.dumps(convs))
-    result = run_ingest(ledger, settings, [("auto", export)])
+    result = ingest_roots(ledger, settings, [("auto", export)])
     assert result.errors == [] and result.conversations_new == 3 and result.messages_new == 12
     texts = [r[0] for r in ledger.con.execute("SELECT text FROM messages").fetchall()]
     cut = max(texts, key=len)
@@ -77,7 +77,7 @@ def test_a_huge_jsonl_message_is_cut_first_and_the_file_goes_on(ingest_env, home
     path = tmp_path / "s.jsonl"
     path.write_text(cc_session("s", ["paste:\n" + "x" * 3_000_000 + "SECRET-TAIL", "that is a long paste",
                                      "and a normal question after it", "a normal answer"]))
-    result = run_ingest(ledger, settings, [("claude-code", path)])
+    result = ingest_roots(ledger, settings, [("claude-code", path)])
     assert result.errors == [] and result.messages_new == 4
     texts = [r[0] for r in ledger.con.execute("SELECT text FROM messages").fetchall()]
     assert any("cut by memvault before parsing" in t for t in texts) and not any("SECRET-TAIL" in t for t in texts)
@@ -97,7 +97,7 @@ def test_a_zip_entry_over_the_cap_is_named_and_skipped_before_inflating(ingest_e
         zf.writestr("conversations.json", json.dumps([_chatgpt_conversation(0)])[:-1]
                     + ', {"title": "' + "A" * 5_000_000 + '"}]')
     (tmp_path / "other.jsonl").write_text(cc_session("other", ["hello there", "hi"]))
-    result = run_ingest(ledger, settings, [("auto", tmp_path)])
+    result = ingest_roots(ledger, settings, [("auto", tmp_path)])
     assert result.messages_new == 2  # every other file is stored
     [error] = result.errors
     assert "conversations.json (in the zip)" in error.error and "max_zip_entry_bytes" in error.error

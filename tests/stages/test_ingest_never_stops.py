@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import tasks.ingest_files as ingest_mod
-from tasks.ingest import run_ingest
+import memvault.stages.ingest as ingest_mod
+from memvault.stages.ingest import ingest_roots
 from tests.helpers import cc_session
 
 
@@ -65,7 +65,7 @@ def test_bad_files_are_reported_and_good_files_of_the_run_are_ingested(ingest_en
     src.mkdir()
     bad = _bad_files(src)
     good = _good_files(src)
-    result = run_ingest(ledger, settings, [("auto", src)])
+    result = ingest_roots(ledger, settings, [("auto", src)])
     assert result.conversations_new == len(good) + 1  # + the good lines of deep_line.jsonl
     assert result.messages_new == 2 * len(good) + 2
     by_file = {Path(e.file).name: e for e in result.errors}
@@ -77,13 +77,13 @@ def test_bad_files_are_reported_and_good_files_of_the_run_are_ingested(ingest_en
     assert by_file["deep_export.json"].error  # reported, not raised
 
     # The next run reads nothing new and still reports every broken file it skipped unchanged.
-    again = run_ingest(ledger, settings, [("auto", src)])
+    again = ingest_roots(ledger, settings, [("auto", src)])
     assert again.messages_new == 0
     assert {Path(e.file).name for e in again.errors} == set(by_file)
     assert again.errors_from_earlier_runs >= 1
     # Once fixed, the file's old problems are gone.
     bad["deep_line"].write_text(cc_session("deep", ["first line is fine", "so is this"]))
-    fixed = run_ingest(ledger, settings, [("auto", src)])
+    fixed = ingest_roots(ledger, settings, [("auto", src)])
     assert "deep_line.jsonl" not in {Path(e.file).name for e in fixed.errors}
 
 
@@ -99,7 +99,7 @@ def test_stored_problems_survive_a_run_killed_after_its_commit(home: Path, tmp_p
     for run in (1, 2):
         ledger = Ledger(settings.ledger_path)
         try:
-            result = run_ingest(ledger, settings, [("claude-code", path)])
+            result = ingest_roots(ledger, settings, [("claude-code", path)])
         finally:
             ledger.close()
         assert [(e.line, e.error.startswith("not valid JSON")) for e in result.errors] == [(3, True)], run
@@ -112,7 +112,7 @@ def test_a_huge_message_is_stored_cut_with_a_marker(ingest_env, tmp_path: Path,
     monkeypatch.setattr(ingest_mod, "MAX_MESSAGE_CHARS", 5_000)
     path = tmp_path / "big.jsonl"
     path.write_text(cc_session("big", ["word " * 10_000 + "password=hunter2secret", "ok, noted"]))
-    result = run_ingest(ledger, settings, [("claude-code", path)])
+    result = ingest_roots(ledger, settings, [("claude-code", path)])
     assert result.messages_truncated == 1 and result.errors == []
     texts = [row[0] for row in ledger.con.execute("SELECT text FROM messages ORDER BY text").fetchall()]
     big = max(texts, key=len)
@@ -123,5 +123,5 @@ def test_json_report_of_a_run_with_bad_files_is_complete(ingest_env, tmp_path: P
     ledger, settings = ingest_env
     (tmp_path / "bad.jsonl").write_text('{"type": "user", "x": ' + _deep(5_000) + "}\n")
     (tmp_path / "good.jsonl").write_text(cc_session("good", ["hello there", "hi"]))
-    data = json.loads(run_ingest(ledger, settings, [("auto", tmp_path)]).model_dump_json())
+    data = json.loads(ingest_roots(ledger, settings, [("auto", tmp_path)]).model_dump_json())
     assert data["messages_new"] == 2 and [Path(e["file"]).name for e in data["errors"]] == ["bad.jsonl"]

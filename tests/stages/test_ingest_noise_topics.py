@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import tasks.ingest_files as ingest_mod
+import memvault.stages.ingest as ingest_mod
 from memvault.noise import MEMVAULT_SELF_CALL_SENTINEL
 from memvault.topics import parse_topics, topics_pattern
-from tasks.ingest import run_ingest
+from memvault.stages.ingest import ingest_roots
 from tests.helpers import cc_line, cc_session, write_topics
 
 
@@ -29,11 +29,11 @@ def test_own_conversations_are_never_stored_even_when_they_grow(ingest_env, tmp_
     own.write_text(cc_session("own", [prompt, "Here is the article."]))
     user = src / "user.jsonl"
     user.write_text(cc_session("user", ["How do I back up postgres?", "Use pg_dump nightly."]))
-    first = run_ingest(ledger, settings, [("claude-code", src)])
+    first = ingest_roots(ledger, settings, [("claude-code", src)])
     assert (first.skipped_own, first.conversations_new, first.messages_new) == (1, 1, 2)
     with own.open("a") as fh:  # the same self-driven session keeps going
         fh.write(cc_line("own", 2, "user", "Shorter, please.", "own-u1"))
-    again = run_ingest(ledger, settings, [("claude-code", src)])
+    again = ingest_roots(ledger, settings, [("claude-code", src)])
     assert (again.conversations_new, again.messages_new) == (0, 0)
     assert ledger.counts().conversations == 1
 
@@ -49,7 +49,7 @@ def test_a_pasted_sentinel_or_prompt_part_never_drops_a_conversation(ingest_env,
         "It marks its own calls."]))
     (tmp_path / "page.jsonl").write_text(cc_session("page", [
         "Summarize this page", f"The page says: {MEMVAULT_SELF_CALL_SENTINEL} ignore me"]))
-    result = run_ingest(ledger, settings, [("claude-code", tmp_path)])
+    result = ingest_roots(ledger, settings, [("claude-code", tmp_path)])
     assert (result.skipped_own, result.conversations_new, result.messages_new) == (0, 2, 4)
 
 
@@ -60,7 +60,7 @@ def test_recall_and_index_blocks_are_stripped_and_the_rest_kept(ingest_env, tmp_
                 "<memvault-index>\n- [[Postgres_Backup]]\n</memvault-index>\n"
                 "When should the backup run?")
     path.write_text(cc_session("strip", [injected, "At 02:00, before the nightly memvault run."]))
-    run_ingest(ledger, settings, [("claude-code", path)])
+    ingest_roots(ledger, settings, [("claude-code", path)])
     [cid] = ledger.conversation_ids()
     texts = [m.text for m in ledger.active_thread(cid)]
     assert texts == ["When should the backup run?", "At 02:00, before the nightly memvault run."]
@@ -83,7 +83,7 @@ def test_ignored_topics_are_ingested_but_never_chunked_or_indexed(ingest_env, ho
     (tmp_path / "pay.jsonl").write_text(cc_session("pay", ["Help me prepare", "Sure.", "It is a salary negotiation with Ana",
                                                            "Lead with your market data."]))
     (tmp_path / "db.jsonl").write_text(cc_session("db", ["Tune postgres autovacuum", "Lower the scale factor."]))
-    first = run_ingest(ledger, settings, [("claude-code", tmp_path)])
+    first = ingest_roots(ledger, settings, [("claude-code", tmp_path)])
     assert first.conversations_new == 2 and first.conversations_ignored == 1
     assert ledger.counts().messages == 6  # ingested all the same
     [ignored] = ledger.ignored_conversation_ids()
@@ -92,11 +92,11 @@ def test_ignored_topics_are_ingested_but_never_chunked_or_indexed(ingest_env, ho
     # A topic named only in an appended line still flags the conversation.
     with (tmp_path / "db.jsonl").open("a") as fh:
         fh.write(cc_line("db", 2, "user", "Unrelated: my Salary  Negotiation is tomorrow", "db-u1"))
-    assert run_ingest(ledger, settings, [("claude-code", tmp_path)]).conversations_ignored == 1
+    assert ingest_roots(ledger, settings, [("claude-code", tmp_path)]).conversations_ignored == 1
     assert ledger.conversations_to_chunk() == []
     # Removing the topic lets both back in: the changed list re-judges every conversation.
     write_topics(home)
-    back = run_ingest(ledger, settings, [("claude-code", tmp_path)])
+    back = ingest_roots(ledger, settings, [("claude-code", tmp_path)])
     assert back.files_changed == 0 and ledger.ignored_conversation_ids() == []
     assert len(ledger.conversations_to_chunk()) == 2 and len(ledger.conversations_to_index()) == 2
 
@@ -122,7 +122,7 @@ def test_bad_files_are_each_reported_and_never_stop_the_others(ingest_env, tmp_p
         return real(ledger, path, *args, **kwargs)
 
     monkeypatch.setattr(ingest_mod, "ingest_file", vanish_first)
-    result = run_ingest(ledger, settings, [("auto", src)])
+    result = ingest_roots(ledger, settings, [("auto", src)])
     by_file = {Path(e.file).name: e for e in result.errors}
     assert set(by_file) == {"a_binary.jsonl", "b_empty.jsonl", "c_folder.jsonl", "d_vanishing.jsonl", "f_not_utf8.jsonl"}
     assert "directory" in by_file["c_folder.jsonl"].error

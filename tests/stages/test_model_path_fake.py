@@ -7,9 +7,9 @@ import git
 
 from memvault.engines import FakeEngine
 from memvault.noise import MEMVAULT_SELF_CALL_SENTINEL
-from tasks.chunk import run_chunk
-from tasks.cluster import run_cluster
-from tasks.synthesize import run_synthesize
+from memvault.stages.chunk import run_chunk
+from memvault.stages.cluster import run_cluster
+from memvault.stages.synthesize import run_synthesize
 from tests.helpers import ScriptedEngine
 
 BAD_JSON = "{chunks: [oops"
@@ -22,7 +22,7 @@ def chunk_reply(last: int, preamble: str = "") -> str:
 
 
 def windows_sizes(ctx) -> list[int]:
-    from tasks.chunk import exchanges
+    from memvault.stages.chunk import exchanges
     return [sum(len(g) for g in exchanges(ctx.ledger.active_thread(c))) for c in ctx.ledger.conversations_to_chunk()]
 
 
@@ -164,5 +164,5 @@ def test_a_hand_edited_article_keeps_its_edit_when_material_is_added(make_ctx) -
     repo = git.Repo(ctx.vault.home)
     repo.git.add(A=True)
     repo.index.commit("my edit", author=git.Actor("Sam", "sam@example.com"))
-    from tasks.synthesize import article_states
+    from memvault.stages.synthesize import article_states
     assert article_states(ctx, ["Scripted_Topic"])[1] == ["Scripted_Topic"]

@@ -9,9 +9,9 @@ The `openai` engine runs cluster against a real `mlx_lm.server` serving the same
 
 import pytest
 
-from tasks.chunk import run_chunk
-from tasks.cluster import run_cluster
-from tasks.synthesize import run_synthesize
+from memvault.stages.chunk import run_chunk
+from memvault.stages.cluster import run_cluster
+from memvault.stages.synthesize import run_synthesize
 from tests.helpers import ScriptedEngine
 
 SMALL = {"chunk": {"max_output_tokens": 48}, "cluster": {"max_output_tokens": 48, "batch_size": 4},

@@ -8,8 +8,8 @@ import pytest
 from memvault.markdown.gate import gate
 from memvault.noise import MEMVAULT_SELF_CALL_SENTINEL
 from memvault.prompts import PROMPTS_DIR, PromptError, load_prompt
-from tasks.chunk_model import ChunkSpan, RepairError, repair
-from tasks.synthesize_model import Edit, SynthesisReply, apply_reply
+from memvault.stages.chunk_model import ChunkSpan, RepairError, repair
+from memvault.stages.synthesize_model import Edit, SynthesisReply, apply_reply
 
 META = Path(__file__).resolve().parents[2] / "vault_template" / "Meta"
 

@@ -6,8 +6,8 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tasks.normalize import normalize_text
-from tasks.wikify import clean_text
+from memvault.stages.normalize import normalize_text
+from memvault.stages.wikify import clean_text
 from memvault.markdown.footnotes import check_bijection, citations
 from memvault.markdown.wikilinks import build_known
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from memvault.engines import FakeEngine, NoneEngine
-from tasks.chunk import run_chunk
-from tasks.cluster import run_cluster
-from tasks.synthesize import run_synthesize
+from memvault.stages.chunk import run_chunk
+from memvault.stages.cluster import run_cluster
+from memvault.stages.synthesize import run_synthesize
 from tests.helpers import FIXTURES, SAMPLES
 
 RECORDINGS = [p for p in sorted((FIXTURES / "replies").glob("*.json"))
@@ -40,7 +40,7 @@ def stage_home(tmp_path: Path, recorded: dict[str, Any]) -> Path:
     from memvault.ops.home import init_home
     from memvault.settings import load_settings
     from stores.ledger import Ledger
-    from tasks.ingest import run_ingest
+    from memvault.stages.ingest import ingest_roots
 
     home = tmp_path / "home"
     init_home(home)
@@ -49,7 +49,7 @@ def stage_home(tmp_path: Path, recorded: dict[str, Any]) -> Path:
     settings = load_settings(home)
     ledger = Ledger(settings.ledger_path)
     try:
-        run_ingest(ledger, settings, [("auto", tmp_path / "src")])
+        ingest_roots(ledger, settings, [("auto", tmp_path / "src")])
     finally:
         ledger.close()
     return home

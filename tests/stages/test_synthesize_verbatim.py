@@ -17,9 +17,9 @@ from memvault.markdown.footnotes import check_bijection
 from memvault.markdown.verbatim import escape, needless_escapes
 from memvault.markdown.wikilinks import build_known, find_links
 from stores.rows import ChunkRow
-from tasks.normalize import normalize_text
-from tasks.synthesize_extractive import chunk_terms, compose_article, extract
-from tasks.wikify import clean_text
+from memvault.stages.normalize import normalize_text
+from memvault.stages.synthesize_extractive import chunk_terms, compose_article, extract
+from memvault.stages.wikify import clean_text
 
 TITLE = "Home Lab Backups"
 SENTENCES_PER_CHUNK = 3

@@ -8,8 +8,8 @@ from memvault.markdown.tree import article_nodes, path_segment
 from memvault.headings import section_heading
 from memvault.titles import HEADING_CHARS, discussion, topic_title
 from stores.rows import ChunkRow
-from tasks.cluster import name_group
-from tasks.synthesize_extractive import compose_article
+from memvault.stages.cluster import name_group
+from memvault.stages.synthesize_extractive import compose_article
 
 BACKUPS = [
     "user: /mode color\nassistant: Mode set to color.\nuser: I want nightly pgBackRest backups of Postgres to the "

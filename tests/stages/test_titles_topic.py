@@ -10,8 +10,8 @@ from memvault.embeddings.minilm import MiniLMEmbedder
 from memvault.headings import section_heading
 from memvault.phrase_similarity import similarity_to, unit_mean
 from stores.rows import ChunkRow
-from tasks.cluster import name_group
-from tasks.synthesize_extractive import compose_article
+from memvault.stages.cluster import name_group
+from memvault.stages.synthesize_extractive import compose_article
 
 # A starter with a name, discussed over four chunks: the name is in every one.
 SOURDOUGH = [
@@ -116,7 +116,7 @@ def test_three_unrelated_topics_of_one_conversation_find_three_buckets(make_ctx:
     """One conversation (one source, no project) that goes from the starter to the trip to the
     tidepool cache: each of its chunks joins the chunks of its own topic, not one another."""
     from memvault.engines.none import NoneEngine
-    from tasks.cluster import run_cluster
+    from memvault.stages.cluster import run_cluster
 
     ctx = make_ctx(NoneEngine())
     mixed, *others = ctx.ledger.conversations_to_chunk()[:3]

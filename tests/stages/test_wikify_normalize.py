@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from memvault.markdown.footnotes import check_bijection
-from tasks.normalize import run_normalize
-from tasks.wikify import run_wikify
+from memvault.stages.normalize import run_normalize
+from memvault.stages.wikify import run_wikify
 from tests.helpers import stage_ctx
 
 STEMS = ("Archie_Project", "Messy_Links", "Agent_Platforms")
@@ -108,7 +108,7 @@ def test_wikify_removes_model_artefacts(home: Path) -> None:
 
 
 def test_wikify_failure_keeps_the_article_and_reports_why(home: Path, monkeypatch) -> None:
-    import tasks.wikify as wikify_stage
+    import memvault.stages.wikify as wikify_stage
 
     path = home / "articles" / "Odd.md"
     path.write_text("# Odd\n\nSome text.\n")
@@ -124,7 +124,7 @@ def test_wikify_failure_keeps_the_article_and_reports_why(home: Path, monkeypatc
 
 
 def test_wikify_programming_errors_are_not_swallowed(home: Path, monkeypatch) -> None:
-    import tasks.wikify as wikify_stage
+    import memvault.stages.wikify as wikify_stage
 
     (home / "articles" / "Odd.md").write_text("# Odd\n\nSome text.\n")
 
@@ -137,7 +137,7 @@ def test_wikify_programming_errors_are_not_swallowed(home: Path, monkeypatch) ->
 
 
 def test_wikify_output_that_would_lose_a_citation_is_not_applied(home: Path, monkeypatch) -> None:
-    import tasks.wikify as wikify_stage
+    import memvault.stages.wikify as wikify_stage
 
     original = "# Odd\n\nSome text about tides.[^1]\n\n## References\n\n[^1]: `conv:12345678` (2026-01-01, x) — t\n"
     (home / "articles" / "Odd.md").write_text(original)

@@ -15,12 +15,12 @@ from tests.helpers import cc_session, cli
 def test_a_truncated_ledger_says_to_restore(home: Path, tmp_path: Path, keep: float) -> None:
     from memvault.settings import load_settings
     from stores.ledger import Ledger
-    from tasks.ingest import run_ingest
+    from memvault.stages.ingest import ingest_roots
 
     settings = load_settings(home)
     (tmp_path / "s.jsonl").write_text(cc_session("s", ["the NAS backup runs at 2am", "ok"] * 200))
     with Ledger.open(settings) as ledger:
-        run_ingest(ledger, settings, [("claude-code", tmp_path / "s.jsonl")])
+        ingest_roots(ledger, settings, [("claude-code", tmp_path / "s.jsonl")])
         ledger.checkpoint()
     size = settings.ledger_path.stat().st_size
     os.truncate(settings.ledger_path, int(size * keep) if keep < 1 else int(keep))

@@ -11,7 +11,7 @@ import pytest
 from memvault.errors import IndexMismatchError
 from memvault.markdown.tree import conversation_nodes
 from stores.nodes import NodeIndex, node_schema
-from tasks.index import rows_for
+from memvault.stages.index import rows_for
 
 DIM = 8
 

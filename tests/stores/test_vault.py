@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from memvault.markdown.names import title_to_stem
 from stores.ledger import Ledger
 from stores.vault import Vault
-from tasks.normalize import run_normalize
-from tasks.wikify import run_wikify
+from memvault.stages.normalize import run_normalize
+from memvault.stages.wikify import run_wikify
 from tests.helpers import stage_ctx
 
 ADVERSARIAL = ["../../etc/passwd", "CON", "con.txt", "x" * 300, "é" * 200, "a/b", "a\\b", "nul\x00byte",

@@ -17,8 +17,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NONE
 
 from memvault.markdown.footnotes import renumber
 from memvault.markdown.frontmatter import FrontMatterError, bucket_tags, with_front_matter
@@ -27,7 +25,8 @@ from memvault.markdown.talk import quote_page_markers, talk_note
 from memvault.markdown.wikilinks import canonicalize, drop_dangling_see_also, known_from_texts, title_of
 from stores.meta import BucketsPage, bucket_key
 from stores.vault import Vault
-from tasks.context import StageContext, StageResult
+from memvault.stages.context import StageContext
+from memvault.stages.result import StageResult
 
 log = logging.getLogger(__name__)
 
@@ -150,9 +149,3 @@ def run_normalize(ctx: StageContext) -> NormalizeResult:
     return NormalizeResult(articles=done.articles, changed=len(done.changed), footnotes_dropped=done.footnotes_dropped,
                            dangling=len(done.dangling), see_also_dropped=done.see_also_dropped,
                            talk_notes=len(done.talk_pages))
-
-
-@task(name="normalize", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def normalize(ctx: StageContext) -> dict[str, Any]:
-    """Prefect task: canonical links and footnotes across the vault."""
-    return run_normalize(ctx).report()

@@ -9,13 +9,14 @@ ledger beside its watermark, so every later run reports it again until the file 
 Only regular files are read (a FIFO named like a transcript never blocks the run), and a
 message past ``MAX_MESSAGE_CHARS`` is stored cut, with a marker saying how much was cut.
 
-The pure part of the ingest stage, without Prefect: the live drainer (`memvault/ops/drain.py`)
-and `memvault watch` import it, so a hook's detached drainer never pays for importing Prefect.
+`run_ingest(ctx)` is the stage; the live drainer (`memvault/ops/drain.py`) and `memvault watch`
+call `ingest_roots` and `discover` under it with their own roots.
 """
 
 import errno
 import gc
 import hashlib
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -23,14 +24,18 @@ from pathlib import Path
 from stat import S_ISDIR, S_ISREG
 
 from memvault.files import storable_path
-from memvault.progress import Progress
+from memvault.ids import conv_ref
 from memvault.models import Conversation, LineError
+from memvault.progress import Progress, current
 from memvault.settings import Settings
 from memvault.sources.caps import Caps, limits
+from memvault.stages.context import StageContext
+from memvault.stages.ingest_batches import MAX_MESSAGE_CHARS, TRUNCATED, IngestResult
+from memvault.stages.ingest_batches import Batches as _Batches
 from stores.ledger import Ledger
 from stores.rows import Watermark
-from tasks.ingest_batches import MAX_MESSAGE_CHARS, TRUNCATED, IngestResult
-from tasks.ingest_batches import Batches as _Batches
+
+log = logging.getLogger(__name__)
 
 JSONL_KINDS = {"claude-code", "codex", "pi"}
 SUFFIXES = {".jsonl", ".json", ".zip"}  # .zip: ChatGPT and claude.ai exports as downloaded
@@ -274,7 +279,7 @@ def _fewer_gc_passes() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]], progress: Progress | None = None,
+def ingest_roots(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]], progress: Progress | None = None,
                slice_bytes: int = SLICE_BYTES) -> IngestResult:
     """Ingest every transcript file under ``roots`` into the ledger, reporting to ``progress``.
 
@@ -312,7 +317,7 @@ def run_ingest(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path]]
 def _ingest_one(ledger: Ledger, settings: Settings, result: IngestResult, batches: _Batches,
                 marks: dict[str, Watermark], kind: str, path: Path, size: int, progress: Progress | None,
                 slice_bytes: int, folders: dict[Path, Path], own_prompts: frozenset[str] = frozenset()) -> None:
-    """One file of ``run_ingest``: its problems become errors, never exceptions."""
+    """One file of ``ingest_roots``: its problems become errors, never exceptions."""
     result.files_seen += 1
     before = result.bytes_read
     try:
@@ -334,3 +339,34 @@ def _ingest_one(ledger: Ledger, settings: Settings, result: IngestResult, batche
     if progress is not None:
         # Unchanged or appended files read less than their size: the bar still completes.
         progress.advance(max(size - (result.bytes_read - before), 0), path.name)
+
+
+def run_ingest(ctx: StageContext) -> IngestResult:
+    """Ingest the configured sources plus any ad hoc paths of this run (``ctx.extra_paths``).
+
+    Drops from the index the conversations that Meta/Topics_to_Ignore.md newly ignores;
+    records the conversations stored on the context for the changelog.
+    """
+    roots = configured_roots(ctx.settings) + [("auto", p) for p in ctx.extra_paths]
+    result = ingest_roots(ctx.ledger, ctx.settings, roots, progress=current())
+    ctx.conversations_ingested = result.conversations_new + result.conversations_updated
+    for err in result.errors:
+        log.warning("%s:%s: %s", err.file, err.line or "-", err.error)
+    if result.newly_ignored:
+        dropped = drop_ignored_from_index(ctx, result.newly_ignored)
+        log.info("%d conversation(s) now ignored (Meta/Topics_to_Ignore.md); %d index node(s) removed",
+                 len(result.newly_ignored), dropped)
+    log.info("ingested %d file(s), %d changed, %d new message(s)", result.files_seen, result.files_changed,
+             result.messages_new)
+    return result
+
+
+def drop_ignored_from_index(ctx: StageContext, cids: list[str]) -> int:
+    """Remove the index nodes of conversations that just became ignored (so recall skips them)."""
+    nodes = ctx.nodes_for_deletes()
+    indexed = [c for c in cids if nodes.doc_hashes(conv_ref(c))]
+    ids = [i for c in indexed for i in nodes.doc_hashes(conv_ref(c))]
+    if ids:
+        nodes.delete(ids)
+    ctx.ledger.clear_indexed(indexed)
+    return len(ids)

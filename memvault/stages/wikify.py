@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NONE
 
 from memvault.markdown.cleanup import clean_article
 from memvault.markdown.gate import new_problems
@@ -23,7 +21,8 @@ from memvault.markdown.names import article_title
 from memvault.markdown.related import add_see_also, related_articles
 from memvault.markdown.wikilinks import known_from_texts
 from stores.vault import Vault
-from tasks.context import StageContext, StageResult
+from memvault.stages.context import StageContext
+from memvault.stages.result import StageResult
 
 log = logging.getLogger(__name__)
 
@@ -115,9 +114,3 @@ def run_wikify(ctx: StageContext) -> WikifyResult:
     done = clean_articles(ctx.vault, list(ctx.touched_articles))
     return WikifyResult(articles=done.articles, changed=len(done.changed), kept=len(done.kept),
                         kept_reasons=done.kept)
-
-
-@task(name="wikify", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def wikify(ctx: StageContext) -> dict[str, Any]:
-    """Prefect task: editorial cleanup of this run's articles."""
-    return run_wikify(ctx).report()

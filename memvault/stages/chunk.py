@@ -1,12 +1,12 @@
 """chunk: conversations changed since `chunked_at` → topic chunks (message ranges with a label).
 
-No-model path: TextTiling-style segmentation (tasks.chunk_segment) — embed each exchange (a
+No-model path: TextTiling-style segmentation (memvault.stages.chunk_segment) — embed each exchange (a
 user turn and the replies after it) and cut at similarity valleys that are deep or low
 enough, or where the user announces a new topic. Only messages of
 the active thread not yet in a chunk are chunked, so an appended session adds new chunks
 and never re-chunks what was already synthesized.
 
-Model path: the model names (start id, end id, label) per window of messages (tasks.chunk_model);
+Model path: the model names (start id, end id, label) per window of messages (memvault.stages.chunk_model);
 near-misses are repaired deterministically; a reply that cannot be used makes that one
 conversation fall back to the no-model segmentation, and the reason is recorded. Each
 conversation is one unit: budget-checked before, committed in one transaction, failpoint
@@ -19,8 +19,6 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
-from prefect import task
-from prefect.cache_policies import NONE
 
 from memvault.embeddings import Embedder
 from memvault.engines import structured
@@ -31,10 +29,11 @@ from memvault.noise import strip_noise
 from memvault.prompts import Prompt, load_prompt
 from memvault.settings import ChunkSettings
 from stores.rows import ConversationRow, MessageRow
-from tasks.chunk_model import ChunkReply, RepairError, repair, reply_tokens, show, windows
-from tasks.chunk_segment import boundaries, segment
-from tasks.context import ModelStageResult, StageContext
-from tasks.text import EMBED_CHARS, label
+from memvault.stages.chunk_model import ChunkReply, RepairError, repair, reply_tokens, show, windows
+from memvault.stages.chunk_segment import boundaries, segment
+from memvault.stages.context import StageContext
+from memvault.stages.result import ModelStageResult
+from memvault.stages.text import EMBED_CHARS, label
 
 log = logging.getLogger(__name__)
 
@@ -218,9 +217,3 @@ def run_chunk(ctx: StageContext) -> ChunkResult:
         result.prompt_hash, result.fallbacks = prompt.hash, fallbacks
         result.model, result.fallback = methods["model"], methods["fallback"]
     return result
-
-
-@task(name="chunk", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def chunk(ctx: StageContext) -> dict[str, Any]:
-    """Prefect task: segment changed conversations into topic chunks."""
-    return run_chunk(ctx).report()

@@ -21,7 +21,7 @@ from memvault.markdown.gate import word_count
 from memvault.markdown.scan import Doc
 from memvault.markdown.talk import quote_markers
 from stores.rows import ChunkRow
-from tasks.text import words
+from memvault.stages.text import words
 
 _MARKER = re.compile(r"\[\^([^\]\s]+)\]")
 _HEX = re.compile(r"^[0-9a-f]{6,64}$")

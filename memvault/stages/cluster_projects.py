@@ -2,7 +2,7 @@
 
 A project is the folder a coding agent ran in (Claude Code, Codex and pi record it); chat
 exports have none. Two chunks of different known projects, or a chunk and a bucket holding
-only other projects' chunks, need a higher similarity to meet (tasks.cluster_centroid applies
+only other projects' chunks, need a higher similarity to meet (memvault.stages.cluster_centroid applies
 the `cluster.project_margin`).
 """
 

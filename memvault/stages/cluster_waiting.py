@@ -18,7 +18,7 @@ from collections import Counter
 from memvault.ids import short_ids
 from memvault.noise import LOW_CONTENT_WORDS, discussion_words
 from memvault.markdown.verbatim import escape
-from tasks.context import StageContext
+from memvault.stages.context import StageContext
 
 PAGE = "Waiting.md"
 TOO_SHORT = "too short"

@@ -9,11 +9,10 @@ import logging
 from datetime import datetime, timezone
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NONE
 
 from memvault.failpoints import failpoint
-from tasks.context import StageContext, StageResult
+from memvault.stages.context import StageContext
+from memvault.stages.result import StageResult
 
 log = logging.getLogger(__name__)
 
@@ -53,16 +52,19 @@ def commit_message(run_id: str, ingested: int, touched: dict[str, str], rejected
     return title + ("\n\n" + body if body else "")
 
 
-def run_changelog(ctx: StageContext, stage_seconds: dict[str, float], tokens: int = 0) -> ChangelogResult:
+def run_changelog(ctx: StageContext) -> ChangelogResult:
     """Append the run's digest to Meta/Changelog.md and commit the vault once.
 
     Reads what the stages recorded on the context (conversations ingested, articles touched
-    and rejected) and the vault's uncommitted changes; writes the digest and one git commit.
+    and rejected, the earlier stages' reports for their time and model tokens) and the
+    vault's uncommitted changes; writes the digest and one git commit.
     Unit of work: the run; failpoint `changelog:commit` fires between the digest and the commit.
     """
     vault = ctx.vault
     if not vault.pending_paths() and not ctx.conversations_ingested:
         return ChangelogResult(committed=None, digest=False)
+    stage_seconds = {name: float(out["seconds"]) for name, out in ctx.reports.items()}
+    tokens = sum(int(out.get("tokens", 0)) for out in ctx.reports.values())
     path = vault.meta_dir / "Changelog.md"
     existing = vault.read(path) or HEADER
     vault.write(path, existing.rstrip("\n") + "\n\n" + digest(ctx.run_id, ctx.conversations_ingested,
@@ -71,9 +73,3 @@ def run_changelog(ctx: StageContext, stage_seconds: dict[str, float], tokens: in
     sha = vault.commit(commit_message(ctx.run_id, ctx.conversations_ingested, ctx.touched_articles, ctx.rejected))
     log.info("committed %s", sha)
     return ChangelogResult(committed=sha, digest=True)
-
-
-@task(name="changelog", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def changelog(ctx: StageContext, stage_seconds: dict[str, float], tokens: int = 0) -> dict[str, Any]:
-    """Prefect task: digest and commit."""
-    return run_changelog(ctx, stage_seconds, tokens).report()

@@ -1,6 +1,6 @@
 """The index stage's pure part: articles and conversations → node rows, embeddings, `similar` edges.
 
-Split from `tasks/index.py` (the stage and its Prefect task) so the live drainer
+Split from `memvault/stages/index.py` (the stage and its Prefect task) so the live drainer
 (`memvault/ops/drain.py`) and `memvault reindex` write nodes exactly as the nightly stage does
 without importing Prefect. Row ids are stable per document and path, and a row carries the
 hash of what was embedded, so an unchanged node is never embedded again.
@@ -21,7 +21,7 @@ from memvault.progress import Progress
 from memvault.markdown.tree import TreeNode, conversation_nodes, truncate
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex, now_utc
-from tasks.text import EMBED_CHARS
+from memvault.stages.text import EMBED_CHARS
 
 log = logging.getLogger(__name__)
 

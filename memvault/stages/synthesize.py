@@ -7,7 +7,7 @@ section headed by what the chunk is about and its date (memvault.titles), citing
 conversation. Existing text (including a person's edits) is kept as is; new sections are
 woven in before See also / References.
 
-Model path (tasks.synthesize_model): per bucket, batches of new chunks go to the model with
+Model path (memvault.stages.synthesize_model): per bucket, batches of new chunks go to the model with
 the article (or, for a large one, its outline and most relevant sections); its section-level
 edits are applied deterministically, conflicts become dated notes on `Talk/<Bucket>.md`.
 Both paths read the current file, so a person's edit is what new material is woven into.
@@ -32,18 +32,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from prefect import task
-from prefect.cache_policies import NONE
 
 from memvault.engines import structured
 from memvault.failpoints import failpoint
 from memvault.ids import short_ids
 from memvault.prompts import Prompt, load_prompt
 from memvault.markdown.gate import gate
-from tasks.context import ModelStageResult, StageContext
-from tasks.synthesize_model import SynthesisReply, apply_reply, article_view, material, talk_entry
-from tasks.synthesize_pages import write_conversation_pages
-from tasks.synthesize_extractive import citation, compose_article, date_of, extractive_input, no_model_reasons
+from memvault.stages.context import StageContext
+from memvault.stages.result import ModelStageResult
+from memvault.stages.synthesize_model import SynthesisReply, apply_reply, article_view, material, talk_entry
+from memvault.stages.synthesize_pages import write_conversation_pages
+from memvault.stages.synthesize_extractive import citation, compose_article, date_of, extractive_input, no_model_reasons
 
 log = logging.getLogger(__name__)
 
@@ -327,9 +326,3 @@ def run_synthesize(ctx: StageContext) -> SynthesizeResult:
                             prompt_hash=prompt.hash if prompt else None,
                             unparked=unparked if prompt else unparked_none, still_parked=still_parked,
                             stopped=tally.stopped or None, **ctx.stage_cost("synthesize"))
-
-
-@task(name="synthesize", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def synthesize(ctx: StageContext) -> dict[str, Any]:
-    """Prefect task: create or update one article per bucket with new chunks."""
-    return run_synthesize(ctx).report()

@@ -20,9 +20,9 @@ from memvault.scripts import mixed, script_of
 from memvault.phrase_similarity import Similarity, similarity_to, unit_mean
 from memvault.titles import topic_title
 from stores.meta import BucketsPage
-from tasks.cluster_projects import apart_matrix, other_project, script_apart
-from tasks.context import StageContext
-from tasks.text import keywords, surface_form
+from memvault.stages.cluster_projects import apart_matrix, other_project, script_apart
+from memvault.stages.context import StageContext
+from memvault.stages.text import keywords, surface_form
 
 log = logging.getLogger(__name__)
 

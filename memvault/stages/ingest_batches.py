@@ -1,21 +1,19 @@
 """Batches of the ingest stage: parsed slices stored and committed together, and the stage's result.
 
-Split from `tasks/ingest_files.py` (which reads the files); this module only writes what it is
+Split from `memvault/stages/ingest.py` (which reads the files); this module only writes what it is
 given to the ledger, one transaction per batch.
 """
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from memvault.errors import MemvaultError
 from memvault.failpoints import failpoint
 from memvault.models import Conversation, LineError
+from memvault.stages.result import StageResult
 from stores.ledger import Ledger
-
-if TYPE_CHECKING:
-    from tasks.ingest_files import _FileRun as FileRun
 
 # A single message longer than this (a pasted log, a base64 blob) is stored cut: one 30 MB
 # message made DuckDB run out of memory mid-batch, costing every file of the run.
@@ -23,7 +21,10 @@ MAX_MESSAGE_CHARS = 1_000_000
 TRUNCATED = "\n[… {n} more characters cut by memvault: the message was too large to store whole]"
 
 
-class IngestResult(BaseModel):
+class IngestResult(StageResult):
+    """What ingest did: files read, conversations and messages stored, what was cut, redacted or
+    skipped, and every problem found (with its file and line)."""
+
     files_seen: int = 0
     files_changed: int = 0
     conversations_new: int = 0
@@ -40,6 +41,14 @@ class IngestResult(BaseModel):
     # Conversations that became ignored this run; their index nodes must go (not reported).
     newly_ignored: list[str] = Field(default_factory=list, exclude=True)
     slices: int = Field(default=0, exclude=True)  # slices stored this run (the failpoint counts them)
+
+
+class FileRun(Protocol):
+    """One file's counts as `Batches` updates them (the ingest stage's per-file run)."""
+
+    def note(self, cid: str, is_new: bool, n_new: int, n_changed: int) -> None: ...
+
+    def finish(self) -> None: ...
 
 
 class Batches:
@@ -61,8 +70,8 @@ class Batches:
         # may find more than the ledger confirms, never less.
         self.topics = re.compile(pattern.replace(r"(?:^|\W)", "").replace(r"(?:\W|$)", "")) if pattern else None
         self.pending_bytes = self.pending_files = self.commits = 0
-        self.items: list[tuple["FileRun", Conversation]] = []
-        self.done: list["FileRun"] = []  # files whose last slice is queued: counted once written
+        self.items: list[tuple[FileRun, Conversation]] = []
+        self.done: list[FileRun] = []  # files whose last slice is queued: counted once written
         self.marks: list[tuple[str, str, int, float, str, int, dict[str, Any]]] = []
         self.file_errors: list[tuple[str, bool, list[LineError]]] = []  # (key, from the start, errors)
         self._tx: Any = None
@@ -77,7 +86,7 @@ class Batches:
             self.flush()
         self._tx.__exit__(*exc)
 
-    def add(self, run: "FileRun", conversations: list[Conversation],
+    def add(self, run: FileRun, conversations: list[Conversation],
             mark: tuple[str, str, int, float, str, int, dict[str, Any]], nbytes: int, file_done: bool,
             errors: tuple[bool, list[LineError]] = (False, [])) -> None:
         """Queue a parsed slice, its watermark and its problems (``errors``: whether the slice

@@ -2,7 +2,7 @@
 
 No-model path: a chunk joins the nearest bucket centroid above a threshold; leftovers are
 grouped by average-link agglomeration, and a group with enough support becomes a new bucket,
-named by its most distinctive terms and appended to Meta/Buckets.md (tasks.cluster_centroid).
+named by its most distinctive terms and appended to Meta/Buckets.md (memvault.stages.cluster_centroid).
 
 Projects stay apart: a conversation's project (the folder a coding agent ran in) is evidence
 too. A chunk joins a bucket whose chunks all come from other projects, and two chunks of
@@ -13,7 +13,7 @@ git or build output without discussion) never found or co-found a bucket; they m
 join one, and the report counts them. Buckets a person adds
 to Meta/Buckets.md by hand are honoured (their centroid comes from their name and text).
 
-Model path (below; the reply's shape in tasks.cluster_model): batches of chunks go to the
+Model path (below; the reply's shape in memvault.stages.cluster_model): batches of chunks go to the
 model with the bucket list; a proposed bucket is recorded and created once `min_support`
 chunks propose it; a chunk whose answer is unusable goes through the centroid path above,
 with the reason recorded. A chunk already asked under the current prompt hash is never
@@ -29,21 +29,20 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-from prefect import task
-from prefect.cache_policies import NONE
 
 from memvault.engines import structured
 from memvault.prompts import Prompt, load_prompt
 from stores.meta import BucketsPage, bucket_key
 # The centroid path's names stay importable from here (tests and benches use them).
-from tasks.cluster_centroid import (ClusterPass, Pending, agglomerate, assign_by_centroid, flush_bucket_pages,
+from memvault.stages.cluster_centroid import (ClusterPass, Pending, agglomerate, assign_by_centroid, flush_bucket_pages,
                                     name_group)
-from tasks.cluster_waiting import write_waiting_page
-from tasks.cluster_model import ClusterReply, decide, reply_tokens, show_buckets, show_chunks
-from tasks.context import ModelStageResult, StageContext
+from memvault.stages.cluster_waiting import write_waiting_page
+from memvault.stages.cluster_model import ClusterReply, decide, reply_tokens, show_buckets, show_chunks
+from memvault.stages.context import StageContext
+from memvault.stages.result import ModelStageResult
 
 __all__ = ["ClusterPass", "ClusterResult", "ModelAnswers", "Pending", "adopt_proposals", "agglomerate",
-           "assign_by_centroid", "assign_by_model", "cluster", "flush_bucket_pages", "name_group", "run_cluster"]
+           "assign_by_centroid", "assign_by_model", "flush_bucket_pages", "name_group", "run_cluster"]
 
 log = logging.getLogger(__name__)
 
@@ -208,9 +207,3 @@ def run_cluster(ctx: StageContext) -> ClusterResult:
         setattr(result, name, value)
     ctx.units_done["cluster"] = result.assigned
     return result
-
-
-@task(name="cluster", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def cluster(ctx: StageContext) -> dict[str, Any]:
-    """Prefect task: assign chunks to buckets, propose new ones."""
-    return run_cluster(ctx).report()

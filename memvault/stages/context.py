@@ -1,51 +1,28 @@
-"""What every stage receives, and the shape of what it returns.
+"""What every stage receives: `run_<stage>(ctx: StageContext) -> StageResult`.
 
 `StageContext` holds the settings, the open stores, the engines and the run's identity. It is
 built once per run by the flow (the composition root) and passed to each stage; stages never
 open stores themselves. It lives in the flow's process: a live DuckDB handle cannot cross one
 (see docs/architecture.md, "Why the stages run in one process").
 
-`StageResult` is the base of each stage's typed result; its `report()` is the dict the run
-report, `Ledger.record_stage` and the Prefect artifacts read.
+The results live in `memvault/stages/result.py`, which the live drainer can import without
+the stores this module names.
 """
 
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from memvault.budget import Budget
 from memvault.embeddings import Embedder
 from memvault.engines.base import Completion, Engine
-from memvault.errors import EmbedderMismatchError
 from memvault.engines.none import NoneEngine
+from memvault.errors import EmbedderMismatchError
 from memvault.settings import Settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 from stores.vault import Vault
-
-
-class StageResult(BaseModel):
-    """What one stage did this run, as counts and short lists (never whole texts)."""
-
-    # Fields only one path of a stage fills (the model path's prompt hash, a budget stop):
-    # left out of the report when None, so the report keys say which path ran.
-    omit_when_none: ClassVar[frozenset[str]] = frozenset()
-
-    def report(self) -> dict[str, Any]:
-        """The result as the JSON-ready dict of the run report."""
-        out = self.model_dump(mode="json")
-        return {k: v for k, v in out.items() if not (v is None and k in self.omit_when_none)}
-
-
-class ModelStageResult(StageResult):
-    """A stage that may call the model: its calls, tokens and model time this run."""
-
-    calls: int = 0
-    tokens: int = 0
-    model_seconds: float = 0.0
 
 
 @dataclass
@@ -69,6 +46,9 @@ class StageContext:
     talk_notes: int = 0
     # Units each model-backed stage finished this run (for the backlog estimate in the report).
     units_done: dict[str, int] = field(default_factory=dict)
+    # The report of each stage run so far, by name (its `seconds` and `status` added by the
+    # flow): the changelog's digest and the run report read them.
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def uses_model(self) -> bool:
@@ -103,14 +83,3 @@ class StageContext:
         if self._nodes is None:
             self._nodes = NodeIndex.open_or_create(self.settings, embedder=self.embedder)
         return self._nodes
-
-
-def build_engine(settings: Settings, model_override: str | None = None) -> tuple[Engine, str]:
-    """The run's model engine and a one-line reason for the choice (for the run report)."""
-    from memvault.engines import make_engine
-
-    model = settings.model
-    if model_override:
-        # `--model` names the model of whichever engine is chosen.
-        model = model.model_copy(update={"mlx_model": model_override, "openai_model": model_override})
-    return make_engine(model, settings.engine, record_to=settings.state_dir)

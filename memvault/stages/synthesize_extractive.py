@@ -2,7 +2,7 @@
 
 The most informative sentences of each chunk are quoted verbatim (escaped so they render back
 unchanged, memvault.markdown.verbatim) under a heading saying what the chunk is about, dated
-(memvault.titles), and cite the chunk's conversation. Nothing here reads a store: tasks.synthesize
+(memvault.titles), and cite the chunk's conversation. Nothing here reads a store: memvault.stages.synthesize
 gathers the chunks and the article and writes the result.
 """
 
@@ -21,7 +21,7 @@ from memvault.headings import section_heading
 from memvault.phrase_similarity import PhraseEmbedder, similarity_to, unit_mean
 from memvault.titles import distinct_phrases, ranked_phrases
 from stores.rows import ChunkRow
-from tasks.text import keywords, sentences, words
+from memvault.stages.text import keywords, sentences, words
 
 _ROLE = re.compile(r"^(user|assistant|tool|system|attachment|summary):\s*", re.I)
 _TAIL = re.compile(r"^##\s+(See also|References)\s*$", re.I | re.M)

@@ -11,8 +11,8 @@ from collections import defaultdict
 from memvault.markdown.conversation_page import FOLDER, PageMessage, page_stem, render_page
 from memvault.noise import strip_noise
 from stores.rows import ChunkRow
-from tasks.context import StageContext
-from tasks.synthesize_extractive import date_of
+from memvault.stages.context import StageContext
+from memvault.stages.synthesize_extractive import date_of
 
 
 def write_conversation_pages(ctx: StageContext, chunks: list[ChunkRow], shorts: dict[str, str]) -> dict[str, int]:

@@ -14,8 +14,6 @@ not have their marks cleared and are rebuilt in the same run (`conversations_rec
 import logging
 from typing import Any, ClassVar
 
-from prefect import task
-from prefect.cache_policies import NONE
 
 from memvault.errors import EmbedderMismatchError
 from memvault.failpoints import failpoint
@@ -23,12 +21,13 @@ from memvault.ids import conv_ref, short_ids
 from memvault.markdown.tree import article_nodes
 from memvault.progress import current
 from memvault.recall.access import ACCESS_LOG, fold_access
-from tasks.context import StageContext, StageResult
-from tasks.index_rows import (ARTICLE_IMPORTANCE, CONVERSATION_IMPORTANCE, context_texts, conversation_rows, embed_rows,
+from memvault.stages.context import StageContext
+from memvault.stages.result import StageResult
+from memvault.stages.index_rows import (ARTICLE_IMPORTANCE, CONVERSATION_IMPORTANCE, context_texts, conversation_rows, embed_rows,
                               kin, node_hash, node_id, replies, rows_for, similar_edges, sync_doc, write_index)
 
 __all__ = ["ARTICLE_IMPORTANCE", "CONVERSATION_IMPORTANCE", "IndexResult", "context_texts", "conversation_rows",
-           "embed_rows", "index", "kin", "missing_conversations", "node_hash", "node_id", "replies", "rows_for",
+           "embed_rows", "kin", "missing_conversations", "node_hash", "node_id", "replies", "rows_for",
            "run_index", "similar_edges", "sync_doc", "write_index"]
 
 log = logging.getLogger(__name__)
@@ -117,9 +116,3 @@ def run_index(ctx: StageContext) -> IndexResult:
     return IndexResult(documents=docs_seen, nodes_written=len(writes), nodes_deleted=len(deletes), pending=failed,
                        embedded=len(writes) - failed, nodes_total=nodes.count(), conversations_recovered=len(lost),
                        accesses_folded=access["accesses"], index_rebuilt=nodes.rebuilt)
-
-
-@task(name="index", retries=1, retry_delay_seconds=2, cache_policy=NONE)
-def index(ctx: StageContext) -> dict[str, Any]:
-    """Prefect task: bring the node index up to date with the vault and the ledger."""
-    return run_index(ctx).report()
