@@ -140,7 +140,8 @@ class MiniLMEmbedder:
         ``quantized``: the int8 graph (its own name: its vectors differ from fp32's)."""
         self.batch_size = batch_size
         self.quantized = quantized
-        self.name = INT8_NAME if quantized else MODEL_NAME
+        if quantized:  # a subclass (the static table) keeps its own class-level name otherwise
+            self.name = INT8_NAME
         self.threads = threads
         self.keep_session = keep_session
         self.model_file = model_file

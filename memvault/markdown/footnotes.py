@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from memvault.markdown.scan import DEF_RE, Doc, FootnoteDef, code_spans, outside_code
 
-MARKER_RE = re.compile(r"\[\^([^\]\s]+)\]")
+MARKER_RE = re.compile(r"\[\^([^\]\s\[^\\]+)\]")  # a label holds no `[`, `^` or `\`: `\[^x.[^1]` marks only `[^1]`
 CONV_RE = re.compile(r"conv:([0-9a-fA-F]{8,})")
 REFERENCES = "References"
 

@@ -88,7 +88,8 @@ def _escape_plain(text: str, at_start: bool, at_end: bool) -> str:
         elif ch == "`":
             esc = True  # only unpaired backticks reach here: pairs are code spans
         elif ch == "]":
-            esc = (at_end and i == n - 1) or nxt == "]" or (i > 0 and text[i - 1] == "]") or i in unsafe
+            # A loose `]` pairs with nothing (a loose `[` before it is escaped by its own sentence).
+            esc = (at_end and i == n - 1) or nxt == "]" or (i > 0 and text[i - 1] == "]")
         out.append("\\" + ch if esc else ch)
     # A bracket whose partner is shown as text must be too, or it pairs with another one.
     for i, ch in enumerate(text):
@@ -139,7 +140,7 @@ def _escape_loose(piece: str, loose: set[str]) -> str:
     underscore (`max_attempts` opens nothing)."""
     out = []
     for i, ch in enumerate(piece):
-        escaped_already = i > 0 and piece[i - 1] == "\\"
+        escaped_already = (len(piece[:i]) - len(piece[:i].rstrip("\\"))) % 2 == 1  # `\\_` is a backslash, then `_`
         intraword = ch == "_" and 0 < i < len(piece) - 1 and piece[i - 1].isalnum() and piece[i + 1].isalnum()
         out.append("\\" + ch if ch in loose and not escaped_already and not intraword else ch)
     return "".join(out)
