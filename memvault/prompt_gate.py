@@ -148,8 +148,8 @@ class GateParams(NamedTuple):
     """Thresholds of the decision (defaults chosen on bench/prompt_precision.py's tuning split)."""
 
     min_words: int = 2
-    w_coverage: float = 0.45
-    min_evidence: float = 0.52
+    w_coverage: float = 0.4
+    min_evidence: float = 0.55
     min_cos: float = 0.0
     min_margin: float = -1.0
     weigh: int = 3  # the best of this many evidence units decides

@@ -303,9 +303,9 @@ class LiveSettings(Section):
     prompt_max_chars: int = Field(ge=200, default=1_500, description="prompt-recall: most characters in the injected block, frame and header included")
     prompt_min_words: int = Field(ge=1, default=2, description="prompt-recall: content words a prompt needs before memory is looked up (fewer: a trivial prompt, nothing injected)")
     prompt_coverage_weight: float = Field(
-        ge=0, default=0.45, description="prompt-recall: weight of coverage (the share of the prompt's IDF mass in this home that the best evidence unit holds) in the evidence score, cosine + weight × coverage")
+        ge=0, default=0.4, description="prompt-recall: weight of coverage (the share of the prompt's IDF mass in this home that the best evidence unit holds) in the evidence score, cosine + weight × coverage")
     prompt_min_evidence: float = Field(
-        ge=0, default=0.52, description="prompt-recall: the evidence score (cosine + prompt_coverage_weight × coverage) a block needs")
+        ge=0, default=0.55, description="prompt-recall: the evidence score (cosine + prompt_coverage_weight × coverage) a block needs")
     prompt_min_cos: float = Field(ge=0, le=1, default=0.0, description="prompt-recall: the least cosine of the best evidence unit (0: the evidence score alone decides)")
     prompt_min_margin: float = Field(
         ge=-1, le=1, default=-1.0, description="prompt-recall: how far the best unit's cosine must stand above the prompt's background (mean cosine of its vector hits from rank 10 on); -1: not required")
