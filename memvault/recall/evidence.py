@@ -2,8 +2,8 @@
 
 A unit is one recalled node that can stand as evidence — a turn or an article section with
 words of its own (``memvault.prompt_gate.contentless`` / ``structural`` say which cannot).
-A turn is shown as written with the turn before it and the turn after it cut short, so it
-reads in its place; units of one passage (turns of one conversation at most two apart) merge
+The best hit is shown as written with the turn before it and the turn after it cut short, so it
+reads in its place, later hits alone (``Shape`` says how many units, how long each); units of one passage (turns of one conversation at most two apart) merge
 into one entry; every turn carries its date. Text arrives as written: the backslash escapes a
 Markdown writer adds (``\\!``, ``\\[``) are taken out again.
 """
