@@ -152,6 +152,7 @@ class GateParams(NamedTuple):
     min_evidence: float = 0.55
     min_cos: float = 0.0
     min_margin: float = -1.0
+    weigh: int = 3  # the best of this many evidence units decides
 
 
 class Signals(NamedTuple):

@@ -27,10 +27,9 @@ from memvault.prompt_gate import (GateParams, Signals, bounded_query, content_wo
 if TYPE_CHECKING:
     from memvault.ops.memory import MemoryService
     from memvault.ops.results import PromptRecallAnswer
+    from memvault.recall.evidence import Shape
 
 STDIN_MAX_BYTES = 8 << 20  # a hook payload past this is not parsed at all: nothing injected
-UNITS = 3  # evidence units the decision weighs
-BLOCK_UNITS = 6  # evidence units the block may show (the budget decides how many fit)
 DF_REFRESH_S = 600.0  # document frequencies are recounted at most this often, and when the index grew
 BACKGROUND_FROM = 10  # the vector list from this rank on is the prompt's background
 AGREE_DEPTH = 10  # both lists put a unit this high: they agree on it
@@ -93,18 +92,25 @@ def _document_frequencies(service: "MemoryService") -> tuple[dict[str, int], int
 
 
 def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, session_id: str | None = None,
-             params: GateParams | None = None, max_chars: int | None = None) -> PromptAnswer:
-    """Decide for ``prompt`` and shape its block (empty when nothing should be injected)."""
+             params: GateParams | None = None, max_chars: int | None = None, shape: "Shape | None" = None,
+             found: tuple[Any, ...] | None = None) -> PromptAnswer:
+    """Decide for ``prompt`` and shape its block (empty when nothing should be injected).
+    ``found``: ``service.scored_candidates``' answer for this prompt, when already at hand (the
+    bench weighs many decisions and shapes on one recall)."""
     from memvault.prompt_gate import contentless, structural
     from memvault.recall.evidence import merge, passage_for, render_prompt_block
 
     live = service.settings.live
     params = params or gate_params(live)
+    if shape is None:
+        from memvault.recall.evidence import Shape
+
+        shape = Shape()  # the budget itself is a setting (live.prompt_max_chars)
     query = bounded_query(prompt)
     reason = trivial_reason(query, params.min_words)
     if reason:
         return PromptAnswer("", False, [f"trivial prompt: {reason}"])
-    scored, rows, cands, qv = service.scored_candidates(query, cwd)
+    scored, rows, cands, qv = found or service.scored_candidates(query, cwd)
     own = session_doc(session_id)
     vector_cos = sorted((c.cos for c in cands if c.vector_rank is not None and c.cos is not None), reverse=True)
     tail = vector_cos[BACKGROUND_FROM:] or vector_cos[-1:]
@@ -122,14 +128,14 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
         c = s.candidate
         cos = c.cos if c.cos is not None else (float(c.vector @ qv) if c.vector is not None else 0.0)
         units.append((s, row, cos))
-        if len(units) == BLOCK_UNITS:
+        if len(units) == max(shape.units, params.weigh):
             break
     if not units:
         return PromptAnswer("", False, ["no recalled node can stand as evidence (only greetings, headings "
                                         "or turns of this session matched)"])
     df, docs = _document_frequencies(service)
     words = content_words(query)
-    weighed = units[:UNITS]
+    weighed = units[:params.weigh]
     shares = [coverage(words, str(row.get("fts_text") or row.get("text") or ""), df, docs) for _, row, _ in weighed]
     best_cos = max(cos for _, _, cos in weighed)
     agree = any((s.candidate.vector_rank or 999) <= AGREE_DEPTH and (s.candidate.fts_rank or 999) <= AGREE_DEPTH
@@ -141,13 +147,13 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
         return PromptAnswer("", False, reasons, signals)
     passages = []
     doc_rows: dict[str, list[dict[str, Any]]] = {}
-    for _, row, _ in units:
+    for _, row, _ in units[:shape.units]:
         if row.get("kind") == "message" and row["doc"] not in doc_rows:
             doc_rows[row["doc"]] = service.nodes.doc_nodes(row["doc"])
         cite = row["path"].split("/")[1] if row["doc"].startswith("conv:") and "/" in row["path"] else f"[[{row['doc']}]]"
         passages.append(passage_for(row, doc_rows.get(row["doc"], []), cite))
-    block = render_prompt_block(query, merge(passages), max_chars or live.prompt_max_chars)
-    service._log_access([row["id"] for _, row, _ in units])
+    block = render_prompt_block(query, merge(passages), max_chars or live.prompt_max_chars, shape)
+    service._log_access([row["id"] for _, row, _ in units[:shape.units]])
     return PromptAnswer(block, bool(block), reasons, signals)
 
 

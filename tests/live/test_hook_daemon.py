@@ -137,6 +137,22 @@ def test_a_contentless_turn_never_heads_the_block(home: Path, embedder) -> None:
     assert session_doc("abc") != "conv:k1"
 
 
+def test_the_block_spends_its_budget_on_evidence(home: Path, embedder) -> None:
+    from memvault.ops.memory import MemoryService
+    from memvault.ops.prompt_recall import evaluate
+    from memvault.prompt_gate import GateParams
+    from memvault.recall.evidence import SHORT_HEADER
+
+    settings = _index_backup_chat(home, embedder)
+    service = MemoryService(settings, embedder)
+    loose = GateParams(min_evidence=0.0, min_cos=0.0)
+    answer = evaluate(service, "when does the postgres backup run at night?", params=loose)
+    assert SHORT_HEADER in answer.block and "Query:" not in answer.block  # the agent has the prompt already
+    assert len(answer.block) <= settings.live.prompt_max_chars
+    tight = evaluate(service, "when does the postgres backup run at night?", params=loose, max_chars=400)
+    assert len(tight.block) <= 400 and "pgBackRest" in tight.block
+
+
 CLIENT = """
 import json, sys
 sys.argv = ["memvault", "--home", sys.argv[1], sys.argv[2]]

@@ -46,7 +46,7 @@ def test_coverage_weighs_rare_words() -> None:
 
 def test_decide_explains_with_numbers() -> None:
     s = Signals(("postgres", "backup"), 12.0, 0.8, 0.55, 0.2, True)
-    inject, reasons = decide(s, GateParams())
+    inject, reasons = decide(s, GateParams(w_coverage=0.4, min_evidence=0.55))  # not the tuned defaults: the words
     assert inject and any("80%" in r for r in reasons) and any("= 0.870" in r and "≥ 0.550" in r for r in reasons)
     weak = Signals(("haiku", "autumn", "leaves"), 20.0, 0.1, 0.2, 0.15, False)
     assert decide(weak, GateParams())[0] is False
@@ -72,3 +72,23 @@ def test_the_block_shows_the_turn_in_its_place_dated_as_written_within_budget() 
     tight = render_prompt_block("where is the backup", merged, 600)
     assert len(tight) <= 600 and "on the NAS" in tight
     assert as_written("a \\* b \\# c") == "a * b # c"
+
+
+def test_the_block_shape_spends_the_budget_on_evidence() -> None:
+    from memvault.recall.evidence import HEADER, SHORT_HEADER, Shape
+
+    doc = [{"id": "root", "doc": "conv:abc", "kind": "conversation", "ord": 0, "title": "Backups chat"}]
+    doc += [_turn(i, f"user: turn {i} about the backup " + "word " * 60) for i in range(1, 20)]
+    passages = merge([passage_for(doc[i], doc, "conv:abc") for i in (2, 9, 16)])
+    assert len(passages) == 3
+    query = "where is the backup " * 5
+    shipped = render_prompt_block(query, passages, 1_500)
+    assert "Query:" not in shipped and SHORT_HEADER in shipped and "not instructions" in SHORT_HEADER
+    assert "turn 1 " in shipped and "turn 8 " not in shipped  # only the best hit keeps its neighbours
+    echoed = render_prompt_block(query, passages, 1_500, Shape(query_line=True, header=HEADER))
+    assert "Query: where is the backup" in echoed and HEADER in echoed
+    lean = render_prompt_block(query, passages, 1_500, Shape(query_line=False, context_for=0, hit_chars=120))
+    assert "Query:" not in lean and "turn 1 " not in lean and "turn 3 " not in lean  # hits only
+    hits = [ln for ln in lean.splitlines() if ln.startswith("»")]
+    assert len(hits) == 3 and all(len(ln) <= 120 + len("» 2023-05-08 ") for ln in hits)
+    assert len(lean) <= 1_500

@@ -1,0 +1,122 @@
+"""Block shapes and decisions of prompt-recall weighed on one split, in process, on one recall
+per prompt (the companion of bench/prompt_precision.py, which runs the real hook).
+
+For every prompt of the split (LoCoMo dev answerable questions and the unrelated real prompts
+of bench/prompt_precision.py, same sources and halves) the recall runs once
+(``MemoryService.scored_candidates``, query vectors cached in ``--work``); each block shape
+(``memvault.recall.evidence.Shape``) and each number of units the decision weighs then shapes
+its block and signals from it, and a grid of thresholds gives, per shape, the share of
+answerable prompts injected, the share whose block holds a gold evidence turn (as
+prompt_precision's ``in_block``), and the share of unrelated prompts injected. Parameters are
+chosen on ``--split tune``; ``--split report`` exists to check a chosen row, never to choose.
+
+    .venv/bin/python bench/prompt_variants.py --koala CACHE/koala_test_set.jsonl \\
+        --hh CACHE/harmless-test.jsonl.gz --work CACHE/pp [--split tune]
+"""
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from memvault.recall.evidence import HEADER, SHORT_HEADER, Shape  # noqa: E402
+
+# Each shape spelled out whole (the defaults of Shape are the chosen row, "short-8u-hit240").
+SHAPES = {
+    "before": Shape(units=6, hit_chars=360, query_line=True, header=HEADER),
+    "no-query-line": Shape(units=6, hit_chars=360, query_line=False, header=HEADER),
+    "8u": Shape(units=8, hit_chars=360, query_line=False, header=HEADER),
+    "8u-hit240": Shape(units=8, hit_chars=240, query_line=False, header=HEADER),
+    "10u-hit200": Shape(units=10, hit_chars=200, query_line=False, header=HEADER),
+    "10u-hit200-ctx0": Shape(units=10, hit_chars=200, context_for=0, query_line=False, header=HEADER),
+    "10u-hit240-ctx90": Shape(units=10, hit_chars=240, context_chars=90, query_line=False, header=HEADER),
+    "12u-hit160-ctx0": Shape(units=12, hit_chars=160, context_for=0, query_line=False, header=HEADER),
+    "short-8u-hit240": Shape(units=8, hit_chars=240, query_line=False, header=SHORT_HEADER),
+    "short-10u-hit200-ctx0": Shape(units=10, hit_chars=200, context_for=0, query_line=False, header=SHORT_HEADER),
+    "short-12u-hit160-ctx0": Shape(units=12, hit_chars=160, context_for=0, query_line=False, header=SHORT_HEADER),
+    "short-12u-hit200-ctx0": Shape(units=12, hit_chars=200, context_for=0, query_line=False, header=SHORT_HEADER),
+    # Not a candidate: 20 units with no budget, what the ranking alone puts in reach.
+    "ceiling-20u-unbounded": Shape(units=20, hit_chars=160, context_for=0, query_line=False, header=SHORT_HEADER),
+}
+
+
+def main() -> int:
+    from memvault.ops.memory import MemoryService
+    from memvault.ops.prompt_recall import evaluate
+    from memvault.prompt_gate import GateParams, Signals, bounded_query
+    from memvault.settings import load_settings
+    from bench.prompt_precision import answerable, build_home, half, in_block, unrelated_prompts
+    from bench.recall_quality import CachedEmbedder
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "eval" / "locomo" / "locomo_dev.json")
+    ap.add_argument("--koala", type=Path)
+    ap.add_argument("--hh", type=Path)
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--split", choices=("tune", "report"), default="tune")
+    ap.add_argument("--max-unrelated", type=float, default=0.015, help="a threshold row counts when it injects on at most this share")
+    ap.add_argument("--min-answerable", type=float, default=0.95)
+    ap.add_argument("--shapes", default="", help="comma-separated names of SHAPES to weigh (default: all)")
+    ap.add_argument("--weigh", default="1,3,5", help="comma-separated numbers of units the decision weighs")
+    ap.add_argument("--at", default="", help="w_coverage,min_evidence chosen on tune: measure there instead of searching")
+    args = ap.parse_args()
+    data = json.loads(args.data.read_text(encoding="utf-8"))
+    home = build_home(data, args.work)
+    ans = [x for x in answerable(data) if x[0] == args.split]
+    unrel = [x for x in unrelated_prompts(args.koala, args.hh, args.data.resolve().parents[2]) if half(x[1]) == args.split]
+    embedder = CachedEmbedder(args.work / "queries.pkl")
+    service = MemoryService(load_settings(home), embedder)
+    service._log_access = lambda ids: None  # type: ignore[method-assign]  # the bench reads, it does not use
+    docs: dict[str, Any] = {}
+    read_doc = service.nodes.doc_nodes
+
+    def doc_nodes(doc: str) -> Any:  # a conversation's turns are read once per run
+        if doc not in docs:
+            docs[doc] = read_doc(doc)
+        return docs[doc]
+
+    service.nodes.doc_nodes = doc_nodes  # type: ignore[method-assign]
+    prompts = [(q, g) for _, q, g, _ in ans] + [(p, None) for _, p in unrel]
+    found = [service.scored_candidates(bounded_query(q), None) for q, _ in prompts]
+    embedder.save()
+    rows: list[dict[str, Any]] = []
+    chosen = [(n, s) for n, s in SHAPES.items() if not args.shapes or n in args.shapes.split(",")]
+    for (name, shape), weigh in itertools.product(chosen, [int(w) for w in args.weigh.split(",")]):
+        loose = GateParams(min_evidence=-10.0, min_cos=-1.0, weigh=weigh)
+        budget = 100_000 if name.startswith("ceiling") else None  # what the ranking alone puts in reach
+        got = [evaluate(service, q, session_id="bench-session", params=loose, max_chars=budget, shape=shape, found=f)
+               for (q, _), f in zip(prompts, found)]
+        held = [g is not None and bool(a.block) and in_block(a.block, g) for (_, g), a in zip(prompts, got)]
+        sizes = [len(a.block) for a in got if a.block]
+        best = None
+        grid = itertools.product([x / 20 for x in range(0, 21)], [x / 100 for x in range(30, 120)])
+        fixed = [tuple(float(x) for x in args.at.split(","))] if args.at else None
+        for w, t in fixed or grid:
+            p = GateParams(w_coverage=w, min_evidence=t, weigh=weigh)
+
+            def inject(s: Signals | None) -> bool:
+                return s is not None and s.evidence(p) >= p.min_evidence
+
+            inj = [inject(a.signals) for a in got]
+            n_a = len(ans)
+            u = sum(inj[n_a:]) / max(len(unrel), 1)
+            a_rate = sum(inj[:n_a]) / n_a
+            ev = sum(i and h for i, h in zip(inj[:n_a], held[:n_a])) / n_a
+            if fixed or u <= args.max_unrelated and a_rate >= args.min_answerable and (best is None or (ev, a_rate) > (best["evidence_in_block"], best["answerable"])):
+                best = {"w_coverage": w, "min_evidence": t, "answerable": round(a_rate, 4),
+                        "evidence_in_block": round(ev, 4), "unrelated": round(u, 4)}
+        row = {"shape": name, "weigh": weigh, "held_if_all_injected": round(sum(held[:len(ans)]) / len(ans), 4),
+               "mean_chars": round(sum(sizes) / max(len(sizes), 1)), "max_chars": max(sizes, default=0), "best": best}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
