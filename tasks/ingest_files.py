@@ -27,12 +27,12 @@ from memvault.progress import Progress
 from memvault.models import Conversation, LineError
 from memvault.settings import Settings
 from memvault.sources.caps import Caps, limits
+from memvault.sources.kinds import EXPORT_KINDS, FILE_KINDS, RESUMING_KINDS, listed
 from stores.ledger import Ledger
 from stores.rows import Watermark
 from tasks.ingest_batches import MAX_MESSAGE_CHARS, TRUNCATED, IngestResult
 from tasks.ingest_batches import Batches as _Batches
 
-JSONL_KINDS = {"claude-code", "codex", "pi"}
 SUFFIXES = {".jsonl", ".json", ".zip"}  # .zip: ChatGPT and claude.ai exports as downloaded
 WINDOW = 64 * 1024
 SLICE_BYTES = 4 * 1024 * 1024  # a slice of a big file: what one parse holds in memory
@@ -155,7 +155,7 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
     """
     from memvault.redact import redact, redact_json
     from memvault.sources import detect_format, parse_file
-    from memvault.sources.export import EXPORT_KINDS, export_slices
+    from memvault.sources.export import export_slices
 
     st = path.stat()  # one stat serves the folder check and the watermark comparison
     if S_ISDIR(st.st_mode):
@@ -173,10 +173,10 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
         return None
     kind = mark.kind if mark else (kind_hint if kind_hint != "auto" else detect_format(path))
     if kind is None:
-        result.errors.append(LineError(file=str(path), error="not a transcript memvault recognizes (claude-code, codex, pi, chatgpt or claude-ai) — skipped"))
+        result.errors.append(LineError(file=str(path), error=f"not a transcript memvault recognizes ({listed(FILE_KINDS)}) — skipped"))
         return None
     offset, state = 0, None
-    if mark and kind in JSONL_KINDS and st.st_size >= mark.byte_offset > 0 \
+    if mark and kind in RESUMING_KINDS and st.st_size >= mark.byte_offset > 0 \
             and prefix_hash(path, mark.byte_offset) == mark.prefix_hash:
         stored = ledger.watermark(key)  # the bulk lookup left the parser state out
         offset, state = mark.byte_offset, stored.state if stored else None

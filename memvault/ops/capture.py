@@ -24,8 +24,9 @@ from typing import Any
 from memvault import hookd_client, spool
 from memvault.files import owner_only_umask
 from memvault.hub_wire import hub_table
+from memvault.sources.kinds import CAPTURE_KINDS
 
-KINDS = ("claude-code", "codex", "pi", "opencode", "auto")
+KINDS = CAPTURE_KINDS
 
 
 def resolve_home(home: str | None) -> Path:

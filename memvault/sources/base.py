@@ -10,7 +10,7 @@ import os
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -190,7 +190,10 @@ def title_from(text: str) -> str:
     return ""
 
 
-def remember(mapping: dict[str, Any], key: str, value: Any, limit: int) -> None:
+V = TypeVar("V")
+
+
+def remember(mapping: dict[str, V], key: str, value: V, limit: int) -> None:
     """Insert into a dict used as a small LRU, so state stays bounded on huge files."""
     mapping.pop(key, None)
     mapping[key] = value

@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from memvault.models import Conversation, Message, MessageKind, Role
 from memvault.sources.base import (
@@ -47,14 +47,27 @@ def _content_text(content: Any) -> str:
     return "\n".join(p for p in parts if p)
 
 
+class CodexState(TypedDict):
+    """What one parse hands the next (JSON in the watermark)."""
+
+    session: str | None
+    project: str | None
+    title: str
+    started: str | None  # ISO times
+    updated: str | None
+    tail: str | None  # the last message's native id: the next one's parent
+    last: list[str] | None  # [role, text digest] of the last message: Codex logs some twice
+    calls: dict[str, str]  # call id → tool name, so a result names its tool
+
+
 class CodexHandler:
     """Feeds rollout lines into one conversation; state keeps ids, dedupe and call names."""
 
     def __init__(self, state: dict[str, Any], path: Path) -> None:
         self.path = path
-        self.s: dict[str, Any] = {"session": None, "project": None, "title": "", "started": None,
-                                  "updated": None, "tail": None, "last": None, "calls": {}}
-        self.s.update(state)
+        # the state is this handler's own earlier output, read back from the watermark
+        self.s = cast(CodexState, {"session": None, "project": None, "title": "", "started": None,
+                                   "updated": None, "tail": None, "last": None, "calls": {}, **state})
         self.messages: list[Message] = []
         self.touched = False
 
@@ -101,8 +114,8 @@ class CodexHandler:
             self._emit(line_no, "tool", "tool_call", tool_call_text(name, args), when)
         elif sub in _OUTPUT_TYPES:
             output = item.get("output")
-            name = self.s["calls"].get(item.get("call_id"))
-            self._emit(line_no, "tool", "tool_result", tool_result_text(name, self._output_text(output)), when)
+            called = self.s["calls"].get(item["call_id"]) if "call_id" in item else None
+            self._emit(line_no, "tool", "tool_result", tool_result_text(called, self._output_text(output)), when)
         # reasoning is dropped like thinking elsewhere
 
     @staticmethod
@@ -117,7 +130,8 @@ class CodexHandler:
             except ValueError:
                 return text
             if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
-                return decoded["output"]
+                inner: str = decoded["output"]
+                return inner
         return text
 
     def _emit(self, line_no: int, role: Role, kind: MessageKind, text: str, when: Any) -> None:
@@ -139,7 +153,7 @@ class CodexHandler:
             self.s["started"] = self.s["started"] or iso(when)
         self.touched = True
 
-    def finish(self) -> tuple[list[Conversation], dict[str, Any]]:
+    def finish(self) -> tuple[list[Conversation], CodexState]:
         if not self.touched:
             return [], self.s
         conv = Conversation(

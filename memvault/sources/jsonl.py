@@ -22,7 +22,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -78,7 +78,7 @@ class LineHandler(Protocol):
         """Use one object; return False when its ``type`` is unknown (counted as skipped)."""
         ...
 
-    def finish(self) -> tuple[list[Conversation], dict[str, Any]]:
+    def finish(self) -> tuple[list[Conversation], Mapping[str, object]]:
         """Conversations touched by this parse, and the state to hand back next time."""
         ...
 

@@ -15,13 +15,24 @@ Messages follow one another in the file's order.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from memvault.models import Conversation, Message, MessageKind, Role
 from memvault.sources.base import ParseResult, iso, parse_time, title_from, tool_call_text, tool_result_text
 from memvault.sources.jsonl import parse_jsonl
 
 Segment = tuple[str, Role, MessageKind, str]
+
+
+class OpenCodeState(TypedDict):
+    """What one parse hands the next (JSON in the watermark)."""
+
+    session: str | None
+    project: str | None
+    title: str
+    started: str | None  # ISO times
+    updated: str | None
+    tail: str | None  # the last message's part id: the next one's parent
 
 
 def _segments(role: Any, parts: Any) -> list[Segment]:
@@ -37,7 +48,8 @@ def _segments(role: Any, parts: Any) -> list[Segment]:
         if kind == "text" and not part.get("synthetic") and str(part.get("text") or "").strip():
             out.append((pid, role, "text", str(part["text"])))
         elif kind == "tool":
-            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            state = part.get("state")
+            state = state if isinstance(state, dict) else {}
             name = str(part.get("tool") or "tool")
             out.append((pid, "tool", "tool_call", tool_call_text(name, state.get("input"))))
             if state.get("status") in ("completed", "error"):
@@ -52,9 +64,9 @@ class OpenCodeHandler:
 
     def __init__(self, state: dict[str, Any], path: Path) -> None:
         self.path = path
-        self.s: dict[str, Any] = {"session": None, "project": None, "title": "", "started": None, "updated": None,
-                                  "tail": None}
-        self.s.update(state)
+        # the state is this handler's own earlier output, read back from the watermark
+        self.s = cast(OpenCodeState, {"session": None, "project": None, "title": "", "started": None,
+                                      "updated": None, "tail": None, **state})
         self.messages: dict[str, Message] = {}
 
     def feed(self, line_no: int, obj: dict[str, Any]) -> bool:
@@ -63,9 +75,10 @@ class OpenCodeHandler:
         info = obj.get("info")
         if not isinstance(info, dict):
             raise TypeError("'info' is not an object")
-        time = info.get("time") if isinstance(info.get("time"), dict) else {}
-        when = parse_time(time.get("created"))
-        path = info.get("path") if isinstance(info.get("path"), dict) else {}
+        time = info.get("time")
+        when = parse_time(time.get("created") if isinstance(time, dict) else None)
+        path = info.get("path")
+        path = path if isinstance(path, dict) else {}
         self.s["session"] = self.s["session"] or info.get("sessionID")
         self.s["project"] = self.s["project"] or path.get("cwd")
         self.s["started"] = self.s["started"] or iso(when)
@@ -81,7 +94,7 @@ class OpenCodeHandler:
                 self.s["updated"] = iso(when)
         return True
 
-    def finish(self) -> tuple[list[Conversation], dict[str, Any]]:
+    def finish(self) -> tuple[list[Conversation], OpenCodeState]:
         if not self.messages:
             return [], self.s
         conv = Conversation(

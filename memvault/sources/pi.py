@@ -11,7 +11,7 @@ kept with kinds ``compact_summary`` / ``branch_summary``; ``session_info`` names
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from memvault.models import Conversation, Message, MessageKind, Role
 from memvault.sources.base import (
@@ -52,8 +52,8 @@ def _message_segments(message: dict[str, Any], tools: dict[str, str]) -> list[Se
             out.append(("assistant", "text", "\n\n".join(texts)))
         return out
     if role == "toolResult":
-        name = message.get("toolName") or tools.get(message.get("toolCallId"))
-        return [("tool", "tool_result", tool_result_text(name, flatten(content), bool(message.get("isError"))))]
+        tool = message.get("toolName") or (tools.get(message["toolCallId"]) if "toolCallId" in message else None)
+        return [("tool", "tool_result", tool_result_text(tool, flatten(content), bool(message.get("isError"))))]
     if role == "bashExecution":
         head = tool_call_text("bash", {"command": message.get("command")})
         return [("tool", "tool_result", f"{head}\n{first_lines(str(message.get('output') or ''))}")]
@@ -66,15 +66,31 @@ def _message_segments(message: dict[str, Any], tools: dict[str, str]) -> list[Se
     raise ValueError(f"unknown message role {role!r}")
 
 
+class PiState(TypedDict):
+    """What one parse hands the next (JSON in the watermark)."""
+
+    session: str | None
+    project: str | None
+    title: str
+    named: bool  # the title was given (session_info), not taken from the first user message
+    version: int  # of the file format: v1 is linear, later ones a tree of parentIds
+    started: str | None  # ISO times
+    updated: str | None
+    aliases: dict[str, str]  # entry id that made no message → the message it stands for ("" none)
+    tail: str | None  # the current position: the next entry's parent in a v1 file
+    leaf: str | None
+    tools: dict[str, str]  # tool call id → tool name, so a result names its tool
+
+
 class PiHandler:
     """Feeds pi entries into one conversation; state keeps the header, aliases and leaf."""
 
     def __init__(self, state: dict[str, Any], path: Path) -> None:
         self.path = path
-        self.s: dict[str, Any] = {"session": None, "project": None, "title": "", "named": False, "version": 1,
-                                  "started": None, "updated": None, "aliases": {}, "tail": None, "leaf": None,
-                                  "tools": {}}
-        self.s.update(state)
+        # the state is this handler's own earlier output, read back from the watermark
+        self.s = cast(PiState, {"session": None, "project": None, "title": "", "named": False, "version": 1,
+                                "started": None, "updated": None, "aliases": {}, "tail": None, "leaf": None,
+                                "tools": {}, **state})
         self.messages: dict[str, Message] = {}
         self.touched = False
 
@@ -82,8 +98,10 @@ class PiHandler:
         kind = obj["type"]
         when = parse_time(obj.get("timestamp"))
         if kind == "session":
-            self.s.update(session=self.s["session"] or obj.get("id"), project=self.s["project"] or obj.get("cwd"),
-                          version=obj.get("version", 1), started=self.s["started"] or iso(when))
+            self.s["session"] = self.s["session"] or obj.get("id")
+            self.s["project"] = self.s["project"] or obj.get("cwd")
+            self.s["version"] = obj.get("version", 1)
+            self.s["started"] = self.s["started"] or iso(when)
             self.touched = True
             return True
         if kind == "message":
@@ -134,7 +152,7 @@ class PiHandler:
         aliases = self.s["aliases"]
         return (aliases[parent] or None) if parent in aliases else parent
 
-    def finish(self) -> tuple[list[Conversation], dict[str, Any]]:
+    def finish(self) -> tuple[list[Conversation], PiState]:
         if not self.touched:
             return [], self.s
         conv = Conversation(
