@@ -15,11 +15,12 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 from memvault.models import Conversation, Message, MessageKind, Role
 from memvault.sources.base import (
-    ParseResult, iso, parse_time, remember, title_from, tool_call_text, tool_result_text,
+    ParseResult, SessionState, iso, parse_time, remember, session_conversation, title_from, tool_call_text,
+    tool_result_text,
 )
 from memvault.sources.jsonl import parse_jsonl
 
@@ -47,15 +48,9 @@ def _content_text(content: Any) -> str:
     return "\n".join(p for p in parts if p)
 
 
-class CodexState(TypedDict):
+class CodexState(SessionState):
     """What one parse hands the next (JSON in the watermark)."""
 
-    session: str | None
-    project: str | None
-    title: str
-    started: str | None  # ISO times
-    updated: str | None
-    tail: str | None  # the last message's native id: the next one's parent
     last: list[str] | None  # [role, text digest] of the last message: Codex logs some twice
     calls: dict[str, str]  # call id → tool name, so a result names its tool
 
@@ -156,12 +151,7 @@ class CodexHandler:
     def finish(self) -> tuple[list[Conversation], CodexState]:
         if not self.touched:
             return [], self.s
-        conv = Conversation(
-            source="codex", native_id=self.s["session"] or self.path.stem, title=self.s["title"],
-            started_at=parse_time(self.s["started"]), updated_at=parse_time(self.s["updated"]),
-            project=self.s["project"], leaf_native_id=self.s["tail"], messages=self.messages,
-        )
-        return [conv], self.s
+        return [session_conversation("codex", self.s, self.path, self.s["tail"], self.messages)], self.s
 
 
 def parse(

@@ -15,24 +15,15 @@ Messages follow one another in the file's order.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 from memvault.models import Conversation, Message, MessageKind, Role
-from memvault.sources.base import ParseResult, iso, parse_time, title_from, tool_call_text, tool_result_text
+from memvault.sources.base import (
+    ParseResult, SessionState, iso, parse_time, session_conversation, title_from, tool_call_text, tool_result_text,
+)
 from memvault.sources.jsonl import parse_jsonl
 
 Segment = tuple[str, Role, MessageKind, str]
-
-
-class OpenCodeState(TypedDict):
-    """What one parse hands the next (JSON in the watermark)."""
-
-    session: str | None
-    project: str | None
-    title: str
-    started: str | None  # ISO times
-    updated: str | None
-    tail: str | None  # the last message's part id: the next one's parent
 
 
 def _segments(role: Any, parts: Any) -> list[Segment]:
@@ -65,7 +56,7 @@ class OpenCodeHandler:
     def __init__(self, state: dict[str, Any], path: Path) -> None:
         self.path = path
         # the state is this handler's own earlier output, read back from the watermark
-        self.s = cast(OpenCodeState, {"session": None, "project": None, "title": "", "started": None,
+        self.s = cast(SessionState, {"session": None, "project": None, "title": "", "started": None,
                                       "updated": None, "tail": None, **state})
         self.messages: dict[str, Message] = {}
 
@@ -94,15 +85,11 @@ class OpenCodeHandler:
                 self.s["updated"] = iso(when)
         return True
 
-    def finish(self) -> tuple[list[Conversation], OpenCodeState]:
+    def finish(self) -> tuple[list[Conversation], SessionState]:
         if not self.messages:
             return [], self.s
-        conv = Conversation(
-            source="opencode", native_id=self.s["session"] or self.path.stem, title=self.s["title"],
-            started_at=parse_time(self.s["started"]), updated_at=parse_time(self.s["updated"]),
-            project=self.s["project"], leaf_native_id=self.s["tail"], messages=list(self.messages.values()),
-        )
-        return [conv], self.s
+        messages = list(self.messages.values())
+        return [session_conversation("opencode", self.s, self.path, self.s["tail"], messages)], self.s
 
 
 def parse(

@@ -11,11 +11,12 @@ kept with kinds ``compact_summary`` / ``branch_summary``; ``session_info`` names
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 from memvault.models import Conversation, Message, MessageKind, Role
 from memvault.sources.base import (
-    ParseResult, first_lines, iso, parse_time, remember, title_from, tool_call_text, tool_result_text,
+    ParseResult, SessionState, first_lines, iso, parse_time, remember, session_conversation, title_from,
+    tool_call_text, tool_result_text,
 )
 from memvault.sources.blocks import flatten
 from memvault.sources.jsonl import parse_jsonl
@@ -66,18 +67,12 @@ def _message_segments(message: dict[str, Any], tools: dict[str, str]) -> list[Se
     raise ValueError(f"unknown message role {role!r}")
 
 
-class PiState(TypedDict):
-    """What one parse hands the next (JSON in the watermark)."""
+class PiState(SessionState):
+    """What one parse hands the next (JSON in the watermark); ``tail`` is the current position."""
 
-    session: str | None
-    project: str | None
-    title: str
     named: bool  # the title was given (session_info), not taken from the first user message
     version: int  # of the file format: v1 is linear, later ones a tree of parentIds
-    started: str | None  # ISO times
-    updated: str | None
     aliases: dict[str, str]  # entry id that made no message → the message it stands for ("" none)
-    tail: str | None  # the current position: the next entry's parent in a v1 file
     leaf: str | None
     tools: dict[str, str]  # tool call id → tool name, so a result names its tool
 
@@ -155,12 +150,8 @@ class PiHandler:
     def finish(self) -> tuple[list[Conversation], PiState]:
         if not self.touched:
             return [], self.s
-        conv = Conversation(
-            source="pi", native_id=self.s["session"] or self.path.stem, title=self.s["title"],
-            started_at=parse_time(self.s["started"]), updated_at=parse_time(self.s["updated"]),
-            project=self.s["project"], leaf_native_id=self.s["leaf"], messages=list(self.messages.values()),
-        )
-        return [conv], self.s
+        messages = list(self.messages.values())
+        return [session_conversation("pi", self.s, self.path, self.s["leaf"], messages)], self.s
 
 
 def parse(
