@@ -214,11 +214,13 @@ class SessionState(TypedDict):
 
 
 def session_conversation(source: FileKind, state: SessionState, path: Path, leaf: str | None,
-                         messages: list[Message]) -> Conversation:
+                         messages: list[Message], touched: bool) -> list[Conversation]:
     """The conversation of a one-session file from its handler's state (the file's stem names
-    it when the session recorded no id)."""
-    return Conversation(
+    it when the session recorded no id); none when this parse did not touch it."""
+    if not touched:
+        return []
+    return [Conversation(
         source=source, native_id=state["session"] or path.stem, title=state["title"],
         started_at=parse_time(state["started"]), updated_at=parse_time(state["updated"]),
         project=state["project"], leaf_native_id=leaf, messages=messages,
-    )
+    )]

@@ -25,9 +25,9 @@ from typing import Any, TypedDict, cast
 
 from memvault.ids import conversation_id
 from memvault.models import Conversation, Message
-from memvault.sources.base import ParseResult, iso, parse_time, remember, title_from
+from memvault.sources.base import iso, parse_time, remember, title_from
 from memvault.sources.blocks import Segment, segments
-from memvault.sources.jsonl import LineProblem, parse_jsonl
+from memvault.sources.jsonl import LineProblem, jsonl_parser
 
 MAIN = ""  # conversation key of the main session; subagents use their agentId
 MERGE_LIMIT = 16  # split API messages are contiguous, so a few recent ids suffice
@@ -215,8 +215,4 @@ def _as_json(msg: Message) -> dict[str, Any]:
             "kind": msg.kind, "text": msg.text, "timestamp": iso(msg.timestamp), "low_value": msg.low_value}
 
 
-def parse(
-    path: Path, start_offset: int = 0, state: dict[str, Any] | None = None, max_bytes: int | None = None
-) -> ParseResult:
-    """Parse a Claude Code transcript from ``start_offset`` (see module docstring)."""
-    return parse_jsonl(path, start_offset, state, ClaudeCodeHandler, max_bytes)
+parse = jsonl_parser(ClaudeCodeHandler, "a Claude Code transcript")

@@ -19,10 +19,10 @@ from typing import Any, cast
 
 from memvault.models import Conversation, Message, MessageKind, Role
 from memvault.sources.base import (
-    ParseResult, SessionState, iso, parse_time, remember, session_conversation, title_from, tool_call_text,
+    SessionState, iso, parse_time, remember, session_conversation, title_from, tool_call_text,
     tool_result_text,
 )
-from memvault.sources.jsonl import parse_jsonl
+from memvault.sources.jsonl import jsonl_parser
 
 CALL_LIMIT = 256
 _INJECTED_BLOCK = re.compile(
@@ -149,13 +149,7 @@ class CodexHandler:
         self.touched = True
 
     def finish(self) -> tuple[list[Conversation], CodexState]:
-        if not self.touched:
-            return [], self.s
-        return [session_conversation("codex", self.s, self.path, self.s["tail"], self.messages)], self.s
+        return session_conversation("codex", self.s, self.path, self.s["tail"], self.messages, self.touched), self.s
 
 
-def parse(
-    path: Path, start_offset: int = 0, state: dict[str, Any] | None = None, max_bytes: int | None = None
-) -> ParseResult:
-    """Parse a Codex rollout from ``start_offset`` (see module docstring)."""
-    return parse_jsonl(path, start_offset, state, CodexHandler, max_bytes)
+parse = jsonl_parser(CodexHandler, "a Codex rollout")

@@ -272,3 +272,22 @@ def parse_jsonl(
         new_state["newline"] = "\r"
     return ParseResult(conversations=conversations, errors=errors, skipped_types=skipped, end_offset=offset,
                        state=new_state)
+
+
+class Parser(Protocol):
+    """A format module's ``parse``, as :func:`memvault.sources.parse_file` calls it."""
+
+    def __call__(self, path: Path, start_offset: int = 0, state: dict[str, Any] | None = None,
+                 max_bytes: int | None = None) -> ParseResult: ...
+
+
+def jsonl_parser(factory: HandlerFactory, what: str) -> Parser:
+    """A JSONL format's ``parse``: :func:`parse_jsonl` with ``factory``'s handler; ``what``
+    names the format in its docstring."""
+
+    def parse(path: Path, start_offset: int = 0, state: dict[str, Any] | None = None,
+              max_bytes: int | None = None) -> ParseResult:
+        return parse_jsonl(path, start_offset, state, factory, max_bytes)
+
+    parse.__doc__ = f"Parse {what} from ``start_offset`` (see the module docstring)."
+    return parse

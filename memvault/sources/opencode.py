@@ -19,9 +19,9 @@ from typing import Any, cast
 
 from memvault.models import Conversation, Message, MessageKind, Role
 from memvault.sources.base import (
-    ParseResult, SessionState, iso, parse_time, session_conversation, title_from, tool_call_text, tool_result_text,
+    SessionState, iso, parse_time, session_conversation, title_from, tool_call_text, tool_result_text,
 )
-from memvault.sources.jsonl import parse_jsonl
+from memvault.sources.jsonl import jsonl_parser
 
 Segment = tuple[str, Role, MessageKind, str]
 
@@ -86,14 +86,8 @@ class OpenCodeHandler:
         return True
 
     def finish(self) -> tuple[list[Conversation], SessionState]:
-        if not self.messages:
-            return [], self.s
         messages = list(self.messages.values())
-        return [session_conversation("opencode", self.s, self.path, self.s["tail"], messages)], self.s
+        return session_conversation("opencode", self.s, self.path, self.s["tail"], messages, bool(messages)), self.s
 
 
-def parse(
-    path: Path, start_offset: int = 0, state: dict[str, Any] | None = None, max_bytes: int | None = None
-) -> ParseResult:
-    """Parse an exported OpenCode session from ``start_offset`` (see module docstring)."""
-    return parse_jsonl(path, start_offset, state, OpenCodeHandler, max_bytes)
+parse = jsonl_parser(OpenCodeHandler, "an exported OpenCode session")

@@ -15,11 +15,11 @@ from typing import Any, cast
 
 from memvault.models import Conversation, Message, MessageKind, Role
 from memvault.sources.base import (
-    ParseResult, SessionState, first_lines, iso, parse_time, remember, session_conversation, title_from,
+    SessionState, first_lines, iso, parse_time, remember, session_conversation, title_from,
     tool_call_text, tool_result_text,
 )
 from memvault.sources.blocks import flatten
-from memvault.sources.jsonl import parse_jsonl
+from memvault.sources.jsonl import jsonl_parser
 
 TOOL_NAME_LIMIT = 256
 _TREE_ONLY = {"model_change", "thinking_level_change", "label", "custom", "session_info"}
@@ -148,14 +148,8 @@ class PiHandler:
         return (aliases[parent] or None) if parent in aliases else parent
 
     def finish(self) -> tuple[list[Conversation], PiState]:
-        if not self.touched:
-            return [], self.s
         messages = list(self.messages.values())
-        return [session_conversation("pi", self.s, self.path, self.s["leaf"], messages)], self.s
+        return session_conversation("pi", self.s, self.path, self.s["leaf"], messages, self.touched), self.s
 
 
-def parse(
-    path: Path, start_offset: int = 0, state: dict[str, Any] | None = None, max_bytes: int | None = None
-) -> ParseResult:
-    """Parse a pi session from ``start_offset`` (see module docstring)."""
-    return parse_jsonl(path, start_offset, state, PiHandler, max_bytes)
+parse = jsonl_parser(PiHandler, "a pi session")
