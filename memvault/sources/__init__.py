@@ -16,7 +16,6 @@ pay for pydantic or the parsers (they load when a file is detected or parsed).
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +50,8 @@ def parse_file(
     ``max_bytes`` (JSONL only) stops after roughly that many bytes so a huge file can be
     ingested in slices: call again with the returned ``end_offset`` and ``state``.
     """
+    import importlib
+
     from memvault.models import LineError
     from memvault.sources.base import ParseResult
 

@@ -9,8 +9,7 @@ formats (tests/sources/test_kinds.py checks it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
 
 # A transcript format memvault reads from files (each has a parser below).
 FileKind = Literal["claude-code", "codex", "pi", "chatgpt", "claude-ai", "opencode"]
@@ -23,9 +22,9 @@ SourceKind = Literal[FileKind, "note"]
 ConfiguredKind = Literal[FileKind, "auto"]
 
 
-@dataclass(frozen=True)
-class Kind:
-    """One transcript format: what people call it, the module that parses it, how it is read."""
+class Kind(NamedTuple):
+    """One transcript format: what people call it, the module that parses it, how it is read.
+    (A named tuple, not a dataclass: importing dataclasses would cost the hook ~10 ms.)"""
 
     name: str
     label: str  # what users call it, in messages

@@ -51,6 +51,7 @@ def test_listed_joins_names_as_prose() -> None:
 
 
 def test_the_registry_is_light_enough_for_the_hook_path() -> None:
-    code = "import sys, memvault.sources.kinds; print(sorted(m for m in ('pydantic', 'memvault.models') if m in sys.modules))"
+    code = ("import sys, memvault.sources.kinds; "
+            "print(sorted(m for m in ('pydantic', 'memvault.models', 'dataclasses') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
