@@ -43,6 +43,8 @@ def test_each_format_is_documented() -> None:
     ingest = (DOCS / "ingest.md").read_text(encoding="utf-8")
     missing = [name for name in FILE_KINDS if f"`{name}`" not in ingest]
     assert not missing, f"docs/ingest.md does not describe {missing}"
+    cli = (DOCS / "cli.md").read_text(encoding="utf-8")
+    assert not [name for name in SCOPE_KINDS if f"`{name}`" not in cli], "docs/cli.md's --source lists miss a kind"
 
 
 def test_listed_joins_names_as_prose() -> None:
