@@ -6,9 +6,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator
 
 from memvault.ids import conversation_id
+from memvault.sources.kinds import SourceKind
 
-# `note`: written by a person (`memvault note`) or an agent (MCP `remember`), not read from a file.
-SourceKind = Literal["claude-code", "codex", "pi", "chatgpt", "claude-ai", "opencode", "note"]
 Role = Literal["user", "assistant", "system", "tool", "attachment", "summary"]
 # What a message is, beyond its role: ordinary text, a compact tool call or result,
 # a marked meta line, a compaction/branch summary, an image pointer or an attachment.

@@ -144,6 +144,11 @@ def coverage(query_words: Iterable[str], unit_text: str, df: Mapping[str, int], 
     return (got / total if total else 0.0), total
 
 
+# How long the hook waits for a running `memvault serve` to answer (`[live] prompt_timeout_s`;
+# also the hook's own fallback when serve.json does not say).
+SERVE_TIMEOUT_S = 0.8
+
+
 class GateParams(NamedTuple):
     """Thresholds of the decision (defaults chosen on bench/prompt_precision.py's tuning split)."""
 

@@ -22,7 +22,9 @@ from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSett
 
 from memvault.engines.settings import EngineName, EngineSettings
 from memvault.errors import ConfigError
+from memvault.prompt_gate import SERVE_TIMEOUT_S, GateParams
 from memvault.settings_file import combine, describe_errors, read_toml, unknown_top_level_keys
+from memvault.sources.kinds import ConfiguredKind
 
 # The memvault.toml data `load_settings` is validating, for `Settings.settings_customise_sources`
 # (pydantic-settings asks the class for its sources; set only for the duration of one load).
@@ -41,7 +43,7 @@ class Section(BaseModel):
 class SourceSettings(Section):
     """One place transcripts live, e.g. ``kind = "claude-code"``, ``path = "~/.claude/projects"``."""
 
-    kind: Literal["claude-code", "codex", "pi", "chatgpt", "claude-ai", "opencode", "auto"] = Field(
+    kind: ConfiguredKind = Field(
         default="auto", description="Transcript format; `auto` detects it from each file's content"
     )
     path: str = Field(description="File or folder to read; `~` is expanded")
@@ -292,6 +294,10 @@ class ScheduleSettings(Section):
         return value
 
 
+# The prompt gate's thresholds are written once, in the gate (the hook imports it without pydantic).
+_GATE = GateParams()
+
+
 class LiveSettings(Section):
     """The live path: hook capture, the spool drainer, prompt-time recall and scoped recall."""
 
@@ -301,16 +307,16 @@ class LiveSettings(Section):
     watch_poll_s: float = Field(gt=0, default=2.0, description="`memvault watch`: seconds between scans when polling (no file-system notifications)")
     serve_drain_s: float = Field(gt=0, default=2.0, description="`memvault serve`: seconds between checks of the spool (it drains with its warm embedder); a new entry wakes it at once through file-system notifications, so this check is the fallback where those do not work")
     prompt_max_chars: int = Field(ge=200, default=1_500, description="prompt-recall: most characters in the injected block, frame and header included")
-    prompt_min_words: int = Field(ge=1, default=2, description="prompt-recall: content words a prompt needs before memory is looked up (fewer: a trivial prompt, nothing injected)")
+    prompt_min_words: int = Field(ge=1, default=_GATE.min_words, description="prompt-recall: content words a prompt needs before memory is looked up (fewer: a trivial prompt, nothing injected)")
     prompt_coverage_weight: float = Field(
-        ge=0, default=0.4, description="prompt-recall: weight of coverage (the share of the prompt's IDF mass in this home that the best evidence unit holds) in the evidence score, cosine + weight × coverage")
+        ge=0, default=_GATE.w_coverage, description="prompt-recall: weight of coverage (the share of the prompt's IDF mass in this home that the best evidence unit holds) in the evidence score, cosine + weight × coverage")
     prompt_min_evidence: float = Field(
-        ge=0, default=0.55, description="prompt-recall: the evidence score (cosine + prompt_coverage_weight × coverage) a block needs")
-    prompt_min_cos: float = Field(ge=0, le=1, default=0.0, description="prompt-recall: the least cosine of the best evidence unit (0: the evidence score alone decides)")
+        ge=0, default=_GATE.min_evidence, description="prompt-recall: the evidence score (cosine + prompt_coverage_weight × coverage) a block needs")
+    prompt_min_cos: float = Field(ge=0, le=1, default=_GATE.min_cos, description="prompt-recall: the least cosine of the best evidence unit (0: the evidence score alone decides)")
     prompt_min_margin: float = Field(
-        ge=-1, le=1, default=-1.0, description="prompt-recall: how far the best unit's cosine must stand above the prompt's background (mean cosine of its vector hits from rank 10 on); -1: not required")
+        ge=-1, le=1, default=_GATE.min_margin, description="prompt-recall: how far the best unit's cosine must stand above the prompt's background (mean cosine of its vector hits from rank 10 on); -1: not required")
     daemon_idle_s: float = Field(gt=0, default=1_800.0, description="The hook daemon (started by the first hook) exits after this many seconds without a request")
-    prompt_timeout_s: float = Field(gt=0, default=0.8, description="prompt-recall: HTTP timeout when asking a running `memvault serve`")
+    prompt_timeout_s: float = Field(gt=0, default=SERVE_TIMEOUT_S, description="prompt-recall: HTTP timeout when asking a running `memvault serve`")
     project_boost: float = Field(
         ge=0, default=0.04, description="Prior added to nodes of the project a recall is made from (its cwd); 0 turns it off"
     )

@@ -211,12 +211,7 @@ def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | 
     docs = [discussion(t) for t in texts]
     # Punctuation stays: "tidepool: cache NOAA station data" must not yield "tidepool cache NOAA".
     named = [" ".join(_CUT.sub(" , ", t).split()) for t in titles or [] if t and not _SLASH_COMMAND_LINE.match(t)]
-    cands = {p.casefold(): (rank, p) for rank, p in enumerate(_candidates("\n\n".join(d for d in docs if d), top))}
-    for rank, p in enumerate(_candidates(" . ".join(named), 15)):
-        cands.setdefault(p.casefold(), (rank, p))
-    for name in projects:
-        if acceptable(name) and any(_has_phrase(name.casefold(), d.casefold()) for d in docs):
-            cands.setdefault(name.casefold(), (0, name))
+    cands = _phrase_candidates(docs, named, projects, top)
     if not cands:
         return []
     lowered = [d.casefold() for d in docs]
@@ -256,9 +251,29 @@ def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | 
         sims = similarity([p for _, _, p in scored])
         scored = [(score * max(float(sim), 0.05) ** SIM_POWER, rank, p) for (score, rank, p), sim in zip(scored, sims)]
     ranked = sorted(scored, key=lambda t: (-t[0], t[1]))
-    # A lone word is usually the head of a better name among the next phrases ("NAS" →
-    # "Synology NAS", "March" → "Lisbon March"): the best such phrase scoring at least half
-    # as well goes first, if the topic uses it widely (not "Release tidepool" of one title).
+    _name_before_its_head(ranked, coverage)
+    # A person's name alone ("Andrew", "Caroline") is who took part, not what it was about.
+    names = addressed_names(texts)
+    return [p for _, _, p in ranked if not names or not {t for t in _tokens(p) if t not in _STOP} <= names]
+
+
+def _phrase_candidates(docs: list[str], named: list[str], projects: Sequence[str],
+                       top: int) -> dict[str, tuple[int, str]]:
+    """Candidate phrases by folded spelling → (rank, spelling): the texts' own, then the
+    titles' and the project names the texts use, where the texts did not propose them."""
+    cands = {p.casefold(): (rank, p) for rank, p in enumerate(_candidates("\n\n".join(d for d in docs if d), top))}
+    for rank, p in enumerate(_candidates(" . ".join(named), 15)):
+        cands.setdefault(p.casefold(), (rank, p))
+    for name in projects:
+        if acceptable(name) and any(_has_phrase(name.casefold(), d.casefold()) for d in docs):
+            cands.setdefault(name.casefold(), (0, name))
+    return cands
+
+
+def _name_before_its_head(ranked: list[tuple[float, int, str]], coverage: dict[str, float]) -> None:
+    """A lone word is usually the head of a better name among the next phrases ("NAS" →
+    "Synology NAS", "March" → "Lisbon March"): the best such phrase scoring at least half
+    as well goes first, if the topic uses it widely (not "Release tidepool" of one title)."""
     if ranked and len(ranked[0][2].split()) == 1:
         head = ranked[0][2].casefold()
         for item in ranked[1:8]:
@@ -266,9 +281,6 @@ def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | 
                 ranked.remove(item)
                 ranked.insert(0, item)
                 break
-    # A person's name alone ("Andrew", "Caroline") is who took part, not what it was about.
-    names = addressed_names(texts)
-    return [p for _, _, p in ranked if not names or not {t for t in _tokens(p) if t not in _STOP} <= names]
 
 
 def _form(phrase: str) -> float:

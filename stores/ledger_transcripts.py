@@ -104,12 +104,9 @@ class TranscriptsMixin(LedgerBase):
         Ingest stores thousands of small sessions: per-conversation statements (each a few
         milliseconds in DuckDB) would dominate it. A conversation given twice (a copied file,
         consecutive slices) is merged in order, as if upserted one call after the other.
-        Long because it is that fixed handful of set-based statements, in order, in one place.
         """
         if not convs:
             return []
-        import pyarrow as pa  # not before: a no-change run stores nothing and need not load it
-
         self._fit_indexes()
 
         now = _now()
@@ -119,23 +116,7 @@ class TranscriptsMixin(LedgerBase):
         forgotten = {r[0] for r in self.con.execute(f"SELECT id FROM forgotten_conversations WHERE {in_batch}",
                                                     [batch]).fetchall()}
         existing = {r[0] for r in self.con.execute(f"SELECT id FROM conversations WHERE {in_batch}", [batch]).fetchall()}
-        # Only the incoming ids are looked up (a join on the batch's keys), never whole
-        # conversations: a huge session ingested slice by slice must not reload all it has.
-        keys = {(cid, m.native_id): None for cid, c in zip(ids, convs) if cid in existing for m in c.messages}
-        known: dict[tuple[str, str], str] = {}
-        if keys:
-            kc, kn = zip(*keys)
-            table = pa.table({"cid": pa.array(kc, pa.string()), "nid": pa.array(kn, pa.string())})
-            # Keys first, texts only for the keys found: a join that carried `text` would read
-            # the text of every stored message of the conversation, on every slice.
-            found = self._with_arrow("_incoming_keys", table, "SELECT cid, nid FROM _incoming_keys k WHERE EXISTS "
-                                     "(SELECT 1 FROM messages m WHERE m.conversation_id = k.cid AND m.native_id = k.nid)")
-            if found:
-                fc, fn = zip(*found)
-                table = pa.table({"cid": pa.array(fc, pa.string()), "nid": pa.array(fn, pa.string())})
-                known = {(r[0], r[1]): r[2] for r in self._with_arrow(
-                    "_incoming_keys", table, "SELECT m.conversation_id, m.native_id, m.text FROM messages m "
-                    "JOIN _incoming_keys k ON m.conversation_id = k.cid AND m.native_id = k.nid")}
+        known = self._stored_texts(ids, convs, existing)
         next_seq = {r[0]: r[1] + 1 for r in self.con.execute(
             "SELECT conversation_id, max(seq) FROM messages WHERE conversation_id IN (SELECT unnest(?::VARCHAR[])) "
             "GROUP BY conversation_id", [list(existing)]).fetchall()} if existing else {}
@@ -148,29 +129,38 @@ class TranscriptsMixin(LedgerBase):
                 out.append((False, 0, 0))  # `memvault forget --conversation`: never stored again
                 continue
             is_new = cid not in existing and cid not in rows
-            seq, n_new, n_changed = next_seq.get(cid, 0), 0, 0
-            for m in conv.messages:
-                key = (cid, m.native_id)
-                row = staged.get(key)
-                if row is not None:  # added earlier in this batch: change the pending row
-                    if row[6] != m.text:
-                        row[4:7], row[8] = [m.role, m.kind, m.text], m.low_value
-                        n_changed += 1
-                elif key in known:
-                    if known[key] != m.text:
-                        known[key] = m.text
-                        changes[key] = [cid, m.native_id, m.role, m.kind, m.text, m.low_value]
-                        n_changed += 1
-                else:
-                    # Arrow stores an aware timestamp as UTC, what _naive does, at C speed.
-                    staged[key] = [cid, m.native_id, m.parent_native_id, seq, m.role, m.kind, m.text,
-                                   m.timestamp, m.low_value]
-                    seq, n_new = seq + 1, n_new + 1
+            seq, n_new, n_changed = _stage_messages(cid, conv, next_seq.get(cid, 0), staged, changes, known)
             next_seq[cid] = seq
             self._merge_conversation_row(rows, cid, conv, is_new, bool(n_new or n_changed))
             out.append((is_new, n_new, n_changed))
         self._write_upserts(rows, existing, staged, changes, now)
         return out
+
+    def _stored_texts(self, ids: list[str], convs: Sequence[Conversation],
+                      existing: set[str]) -> dict[tuple[str, str], str]:
+        """The stored text of each incoming message already in the ledger, by (conversation, native id).
+
+        Only the incoming ids are looked up (a join on the batch's keys), never whole
+        conversations: a huge session ingested slice by slice must not reload all it has.
+        """
+        keys = {(cid, m.native_id): None for cid, c in zip(ids, convs) if cid in existing for m in c.messages}
+        if not keys:
+            return {}
+        import pyarrow as pa  # not before: a no-change run stores nothing and need not load it
+
+        kc, kn = zip(*keys)
+        table = pa.table({"cid": pa.array(kc, pa.string()), "nid": pa.array(kn, pa.string())})
+        # Keys first, texts only for the keys found: a join that carried `text` would read
+        # the text of every stored message of the conversation, on every slice.
+        found = self._with_arrow("_incoming_keys", table, "SELECT cid, nid FROM _incoming_keys k WHERE EXISTS "
+                                 "(SELECT 1 FROM messages m WHERE m.conversation_id = k.cid AND m.native_id = k.nid)")
+        if not found:
+            return {}
+        fc, fn = zip(*found)
+        table = pa.table({"cid": pa.array(fc, pa.string()), "nid": pa.array(fn, pa.string())})
+        return {(r[0], r[1]): r[2] for r in self._with_arrow(
+            "_incoming_keys", table, "SELECT m.conversation_id, m.native_id, m.text FROM messages m "
+            "JOIN _incoming_keys k ON m.conversation_id = k.cid AND m.native_id = k.nid")}
 
     @staticmethod
     def _merge_conversation_row(rows: dict[str, dict[str, Any]], cid: str, conv: Conversation, is_new: bool,
@@ -318,3 +308,29 @@ def _bytes(size: str) -> int:
     """``"64MB"`` → bytes (the units bulk_load is given: KB, MB, GB)."""
     units = {"KB": 2**10, "MB": 2**20, "GB": 2**30}
     return int(float(size[:-2]) * units[size[-2:].upper()])
+
+
+def _stage_messages(cid: str, conv: Conversation, seq: int, staged: dict[tuple[str, str], list[Any]],
+                    changes: dict[tuple[str, str], list[Any]],
+                    known: dict[tuple[str, str], str]) -> tuple[int, int, int]:
+    """Sort ``conv``'s messages into new rows (``staged``) and updates of stored ones
+    (``changes``); returns the next seq and the counts of new and changed messages."""
+    n_new = n_changed = 0
+    for m in conv.messages:
+        key = (cid, m.native_id)
+        row = staged.get(key)
+        if row is not None:  # added earlier in this batch: change the pending row
+            if row[6] != m.text:
+                row[4:7], row[8] = [m.role, m.kind, m.text], m.low_value
+                n_changed += 1
+        elif key in known:
+            if known[key] != m.text:
+                known[key] = m.text
+                changes[key] = [cid, m.native_id, m.role, m.kind, m.text, m.low_value]
+                n_changed += 1
+        else:
+            # Arrow stores an aware timestamp as UTC, what _naive does, at C speed.
+            staged[key] = [cid, m.native_id, m.parent_native_id, seq, m.role, m.kind, m.text,
+                           m.timestamp, m.low_value]
+            seq, n_new = seq + 1, n_new + 1
+    return seq, n_new, n_changed

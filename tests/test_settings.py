@@ -176,3 +176,14 @@ def test_the_template_is_valid(toml, tmp_path: Path) -> None:
     tomllib.loads(text)
     toml(text)
     assert load_settings(tmp_path).engine == "auto"
+
+
+def test_live_prompt_defaults_are_the_gates() -> None:
+    """The prompt gate's thresholds are written once, in the gate; `[live]` reads them."""
+    from memvault.prompt_gate import SERVE_TIMEOUT_S, GateParams
+    from memvault.settings import LiveSettings
+
+    live, gate = LiveSettings(), GateParams()
+    assert (live.prompt_min_words, live.prompt_coverage_weight, live.prompt_min_evidence, live.prompt_min_cos,
+            live.prompt_min_margin) == tuple(gate)
+    assert live.prompt_timeout_s == SERVE_TIMEOUT_S

@@ -9,6 +9,7 @@ from memvault.cli.app import app
 from memvault.cli.context import home_settings
 from memvault.cli.output import console, out, render, reporting
 from memvault.cli.params import JsonFlag
+from memvault.sources.kinds import SOURCE_KINDS
 
 PANEL = "Browse"
 DEFAULT_LIMIT = 50
@@ -25,7 +26,7 @@ def conversations(
     project: Annotated[str | None, typer.Option(
         "--project", metavar="PROJECT", help="Only this project (its directory, or the directory's name).")] = None,
     source: Annotated[str | None, typer.Option(
-        "--source", metavar="KIND", help="Only this source kind (claude-code, codex, pi, chatgpt, claude-ai, note).")] = None,
+        "--source", metavar="KIND", help=f"Only this source kind ({', '.join(SOURCE_KINDS)}).")] = None,
     since: Annotated[str | None, typer.Option(
         "--since", metavar="DATE", help="Only conversations dated on or after DATE (YYYY-MM-DD).")] = None,
     until: Annotated[str | None, typer.Option(

@@ -17,6 +17,7 @@ from memvault.cli.context import home_settings
 from memvault.cli.live_fast import run_capture, run_prompt_recall
 from memvault.cli.output import console, err_console, render, reporting
 from memvault.cli.params import JsonFlag
+from memvault.sources.kinds import CAPTURE_KINDS, listed
 
 if TYPE_CHECKING:
     from memvault.ops.admin_results import DrainTotals
@@ -31,7 +32,7 @@ def capture(
         metavar="EVENT_JSON", help="The event JSON (Codex's `notify` passes it here); default: stdin.",
         show_default=False)] = None,
     source: Annotated[str, typer.Option(
-        "--source", metavar="KIND", help="Transcript kind: claude-code, codex, pi, opencode or auto.")] = "claude-code",
+        "--source", metavar="KIND", help=f"Transcript kind: {listed(CAPTURE_KINDS)}.")] = "claude-code",
 ) -> None:
     """Agent hook: note that a transcript changed (spooled; drained in the background). Exits 0.
 

@@ -11,6 +11,7 @@ from memvault.cli.app import app
 from memvault.cli.context import service_of, settings_of
 from memvault.cli.output import console, out, plain, render, reporting
 from memvault.cli.params import JsonFlag, TitleArg
+from memvault.sources.kinds import SCOPE_KINDS
 
 PANEL = "Recall"
 
@@ -19,7 +20,7 @@ QueryArg = Annotated[str, typer.Argument(metavar="QUERY", help="What to remember
 ScopeProject = Annotated[str | None, typer.Option(
     "--project", metavar="PROJECT", help="Only this project (its directory, or the directory's name).")]
 ScopeSource = Annotated[str | None, typer.Option(
-    "--source", metavar="KIND", help="Only this source kind (claude-code, codex, pi, chatgpt, claude-ai, note, article).")]
+    "--source", metavar="KIND", help=f"Only this source kind ({', '.join(SCOPE_KINDS)}).")]
 ScopeSince = Annotated[str | None, typer.Option(
     "--since", metavar="DATE", help="Only conversations started on or after DATE (YYYY-MM-DD).")]
 ScopeUntil = Annotated[str | None, typer.Option(

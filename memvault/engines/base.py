@@ -61,6 +61,39 @@ class Engine(Protocol):
         ...
 
 
+class Call(NamedTuple):
+    """One `complete` call as the engine received it."""
+
+    system: str
+    prompt: str
+    max_tokens: int
+    json_schema: dict[str, Any] | None = None
+    cache_prefix: str | None = None
+
+
+class EngineBase:
+    """The `Engine` signature written once: an engine subclasses this and implements `answer`."""
+
+    name: str
+    model: str | None
+
+    def complete(
+        self,
+        system: str,
+        prompt: str,
+        *,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None = None,
+        cache_prefix: str | None = None,
+    ) -> Completion:
+        """Answer `prompt` under `system`; raise EngineError when the engine cannot answer."""
+        return self.answer(Call(system, prompt, max_tokens, json_schema, cache_prefix))
+
+    def answer(self, call: Call) -> Completion:
+        """What `complete` does for this engine."""
+        raise NotImplementedError
+
+
 def check_cache_prefix(system: str, cache_prefix: str | None) -> None:
     """Reject a `cache_prefix` that is not a prefix of `system` (a caller bug, not bad output)."""
     if cache_prefix is not None and not system.startswith(cache_prefix):

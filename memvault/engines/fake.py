@@ -2,7 +2,7 @@
 
 from typing import Any, NamedTuple
 
-from memvault.engines.base import Completion, EngineError, check_cache_prefix
+from memvault.engines.base import Call, Completion, EngineBase, EngineError, check_cache_prefix
 
 
 class FakeCall(NamedTuple):
@@ -13,7 +13,7 @@ class FakeCall(NamedTuple):
     kwargs: dict[str, Any]
 
 
-class FakeEngine:
+class FakeEngine(EngineBase):
     """Returns queued replies in order; a queued exception is raised instead.
 
     Token counts are whitespace word counts, so budgets behave plausibly in tests.
@@ -26,18 +26,11 @@ class FakeEngine:
         self.calls: list[FakeCall] = []
         self.model: str | None = model
 
-    def complete(
-        self,
-        system: str,
-        prompt: str,
-        *,
-        max_tokens: int,
-        json_schema: dict[str, Any] | None = None,
-        cache_prefix: str | None = None,
-    ) -> Completion:
+    def answer(self, call: Call) -> Completion:
         """Record the call and pop the next reply; EngineError when the queue is empty."""
-        check_cache_prefix(system, cache_prefix)
-        kwargs = {"max_tokens": max_tokens, "json_schema": json_schema, "cache_prefix": cache_prefix}
+        system, prompt = call.system, call.prompt
+        check_cache_prefix(system, call.cache_prefix)
+        kwargs = {"max_tokens": call.max_tokens, "json_schema": call.json_schema, "cache_prefix": call.cache_prefix}
         self.calls.append(FakeCall(system, prompt, kwargs))
         if not self.responses:
             raise EngineError(f"fake engine has no reply queued for call {len(self.calls)}")

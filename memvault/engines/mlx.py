@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from memvault.engines.base import Completion, EngineError, check_cache_prefix
+from memvault.engines.base import Call, Completion, EngineBase, EngineError, check_cache_prefix
 from memvault.engines.constrain import JsonConstraint, Node, TokenVocab, UnsupportedSchema, compile_schema
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def _common_prefix_len(a: list[int], b: list[int]) -> int:
     return n
 
 
-class MlxEngine:
+class MlxEngine(EngineBase):
     """mlx-lm in process. Thread-safe: one generation at a time."""
 
     name = "mlx"
@@ -133,16 +133,9 @@ class MlxEngine:
         self._loaded = (model, tokenizer)
         return self._loaded
 
-    def complete(
-        self,
-        system: str,
-        prompt: str,
-        *,
-        max_tokens: int,
-        json_schema: dict[str, Any] | None = None,
-        cache_prefix: str | None = None,
-    ) -> Completion:
+    def answer(self, call: Call) -> Completion:
         """Generate a reply, decoded under `json_schema` when given and `constrain` is on; callers validate."""
+        system, prompt, max_tokens, json_schema, cache_prefix = call
         check_cache_prefix(system, cache_prefix)
         with self._lock:
             start = time.perf_counter()

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import tenacity
 
-from memvault.engines.base import Completion, EngineError, check_cache_prefix
+from memvault.engines.base import Call, Completion, EngineBase, EngineError, check_cache_prefix
 from memvault.engines.settings import JsonSchemaMode
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ def api_root(base_url: str) -> str:
     return root if root.endswith("/v1") else root + "/v1"
 
 
-class OpenAIEngine:
+class OpenAIEngine(EngineBase):
     """Chat completions over HTTP against an OpenAI-compatible server."""
 
     name = "openai"
@@ -102,16 +102,9 @@ class OpenAIEngine:
             return False
         return response.status_code == 200
 
-    def complete(
-        self,
-        system: str,
-        prompt: str,
-        *,
-        max_tokens: int,
-        json_schema: dict[str, Any] | None = None,
-        cache_prefix: str | None = None,
-    ) -> Completion:
+    def answer(self, call: Call) -> Completion:
         """POST /v1/chat/completions; `cache_prefix` is left to the server's own prefix cache."""
+        system, prompt, max_tokens, json_schema, cache_prefix = call
         check_cache_prefix(system, cache_prefix)
         body: dict[str, object] = {
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],

@@ -4,13 +4,11 @@ Wrapping at the one place engines are built (``make_engine(..., record_to=…)``
 call any stage makes is recorded, whichever engine answers it (memvault.selfcalls says why).
 """
 
-from typing import Any
-
-from memvault.engines.base import Completion, Engine
+from memvault.engines.base import Call, Completion, Engine, EngineBase
 from memvault.selfcalls import SelfCallLog
 
 
-class RecordingEngine:
+class RecordingEngine(EngineBase):
     """Delegates to ``inner``; records ``system`` and ``prompt`` of every call before making it."""
 
     def __init__(self, inner: Engine, log: SelfCallLog) -> None:
@@ -19,17 +17,9 @@ class RecordingEngine:
         self.name = inner.name
         self.model = inner.model
 
-    def complete(
-        self,
-        system: str,
-        prompt: str,
-        *,
-        max_tokens: int,
-        json_schema: dict[str, Any] | None = None,
-        cache_prefix: str | None = None,
-    ) -> Completion:
+    def answer(self, call: Call) -> Completion:
         """Record, then answer as the wrapped engine does."""
         # Recorded first: a transcript may be written while the call is still running.
-        self.log.record((system, prompt))
-        return self.inner.complete(system, prompt, max_tokens=max_tokens, json_schema=json_schema,
-                                   cache_prefix=cache_prefix)
+        self.log.record((call.system, call.prompt))
+        return self.inner.complete(call.system, call.prompt, max_tokens=call.max_tokens,
+                                   json_schema=call.json_schema, cache_prefix=call.cache_prefix)

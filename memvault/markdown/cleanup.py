@@ -156,9 +156,8 @@ def clean_article(text: str, title: str, link_targets: Mapping[str, str] | None 
 
     ``link_targets`` (spelling key → canonical stem, as for ``canonicalize``) lets See also
     dedupe aliases and spellings of one page and name it by its stem.
-
-    Long because it is one pass over the article's sections, in order: title, lead, body
-    sections, See also, References; the steps it calls are named below.
+    One pass over the article's sections, in order: title, lead, body sections, See also,
+    References; the steps it calls are named below.
     """
     front, body = split_front_matter(normalize_newlines(text).strip("\n") + "\n")
     body = "\n".join(_unwrap_fence(body.split("\n")))
@@ -172,23 +171,11 @@ def clean_article(text: str, title: str, link_targets: Mapping[str, str] | None 
     defs = {b.start: b.end for b in doc.blocks() if b.kind == "footnote_def"}
     resolve = _resolver(link_targets or {})
     self_keys = {resolve(title)[0], resolve(title_to_stem(title))[0]}
+    references: list[str] = []
 
     def take(start: int, end: int) -> list[str]:
-        """Lines of a range with footnote definitions pulled out (they go to References)."""
-        out: list[str] = []
-        i = start
-        while i < end:
-            if i in defs:
-                references.extend(lines[i : defs[i]])
-                i = defs[i]
-                if out and out[-1].strip():
-                    out.append("")  # keep the lines around apart ("text" + "---" would fuse into a heading)
-                continue
-            out.append(lines[i])
-            i += 1
-        return out
+        return _take(lines, defs, start, end, references)
 
-    references: list[str] = []
     lead = _strip(take(h1.end, lead_end))
     sections: list[tuple[str, list[str]]] = []
     see_also: list[str] = []
@@ -211,6 +198,28 @@ def clean_article(text: str, title: str, link_targets: Mapping[str, str] | None 
         (h.start, e) for h, _, e in ranges if not _is_named(h.text, SEE_ALSO) and not _is_named(h.text, REFERENCES)
     ]
     see_also = _build_see_also(see_also, doc, body_ranges, self_keys, resolve, set((link_targets or {}).values()))
+    return front + "\n".join(_assemble(title, lead, sections, see_also, ref_prose, references)) + "\n"
+
+
+def _take(lines: list[str], defs: dict[int, int], start: int, end: int, references: list[str]) -> list[str]:
+    """Lines of a range with footnote definitions pulled out (they go to ``references``)."""
+    out: list[str] = []
+    i = start
+    while i < end:
+        if i in defs:
+            references.extend(lines[i : defs[i]])
+            i = defs[i]
+            if out and out[-1].strip():
+                out.append("")  # keep the lines around apart ("text" + "---" would fuse into a heading)
+            continue
+        out.append(lines[i])
+        i += 1
+    return out
+
+
+def _assemble(title: str, lead: list[str], sections: list[tuple[str, list[str]]], see_also: list[str],
+              ref_prose: list[str], references: list[str]) -> list[str]:
+    """The article's lines in order: title, lead, sections, See also, References."""
     out = [f"# {title}", ""]
     if lead:
         out += [*lead, ""]
@@ -225,7 +234,7 @@ def clean_article(text: str, title: str, link_targets: Mapping[str, str] | None 
     refs = prose + [""] + defs_lines if prose and defs_lines else prose or defs_lines
     if refs:
         out += [f"## {REFERENCES}", "", *refs, ""]
-    return front + "\n".join(_drop_trailing_chatter(_strip(out))) + "\n"
+    return _drop_trailing_chatter(_strip(out))
 
 
 def _lead_from_first_section(sections: list[tuple[str, list[str]]]) -> tuple[list[str], list[tuple[str, list[str]]]]:

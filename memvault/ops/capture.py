@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 from memvault import hookd_client, spool
 from memvault.files import owner_only_umask
 from memvault.hub_wire import hub_table
+from memvault.sources.kinds import CAPTURE_KINDS
 
 if TYPE_CHECKING:  # the capture hook imports nothing it does not run
     from memvault.ops.admin_results import CaptureResult
 
-KINDS = ("claude-code", "codex", "pi", "opencode", "auto")
+KINDS = CAPTURE_KINDS
 
 
 def resolve_home(home: str | None) -> Path:

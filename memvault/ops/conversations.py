@@ -9,17 +9,15 @@ article tools still work then, since they never read the ledger.
 
 import re
 from datetime import datetime, timezone
-from typing import get_args
-
 from memvault.errors import AmbiguousIdError, NotFoundError, UsageError
 from memvault.ids import conv_ref, short_ids
-from memvault.models import SourceKind
 from memvault.ops.results import ConversationLine, ConversationOut, MessageOut
 from memvault.recall.scope import parse_day
 from memvault.settings import Settings
+from memvault.sources.kinds import SOURCE_KINDS
 from stores.rows import ConversationSummary, MessageRow
 
-CONVERSATION_SOURCES: tuple[str, ...] = get_args(SourceKind)
+CONVERSATION_SOURCES: tuple[str, ...] = SOURCE_KINDS
 # Messages that are machinery, not talk: shown as one line unless asked for in full.
 FOLDED_KINDS = frozenset({"tool_call", "tool_result", "meta"})
 FOLD_CHARS = 120

@@ -16,6 +16,7 @@ from pathlib import Path
 from memvault.errors import NoHomeError
 from memvault.files import narrow_permissions, owner_only_umask, wide_paths
 from memvault.lock import writer_lock
+from memvault.sources.kinds import KINDS
 from stores.vault import Vault
 
 # Template files whose names cannot be stored as-is in a Python package.
@@ -23,11 +24,7 @@ RENAMES = {"gitignore": ".gitignore"}
 SKIP = {"__init__.py", "__pycache__"}
 
 # Where each assistant writes transcripts by default; `standard_sources` applies $CODEX_HOME.
-STANDARD_SOURCES = (
-    ("claude-code", "~/.claude/projects"),
-    ("codex", "~/.codex/sessions"),
-    ("pi", "~/.pi/agent/sessions"),
-)
+STANDARD_SOURCES = tuple((name, kind.home) for name, kind in KINDS.items() if kind.home)
 
 
 @dataclass

@@ -32,10 +32,11 @@ from memvault import spool
 from memvault.errors import UsageError
 from memvault.files import atomic_write_text
 from memvault.ops.results import CaptureStored, MachineFiles, MachinesSummary
+from memvault.sources.kinds import CAPTURE_KINDS
 
 HUB_DIR = "hub"
 SESSIONS = "hub-sessions.json"
-KINDS = ("claude-code", "codex", "pi", "opencode", "auto")
+KINDS = CAPTURE_KINDS
 _MACHINE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _LOCK = threading.Lock()  # one capture at a time per process: appends and the sessions file

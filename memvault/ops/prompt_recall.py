@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memvault import hookd_client, spool
-from memvault.prompt_gate import (GateParams, Signals, bounded_query, content_words, coverage, decide, explain,
-                                  trivial_reason)
+from memvault.prompt_gate import (SERVE_TIMEOUT_S, GateParams, Signals, bounded_query, content_words, coverage,
+                                  decide, explain, trivial_reason)
 
 if TYPE_CHECKING:
     from memvault.ops.memory import MemoryService
@@ -238,7 +238,7 @@ def prompt_recall(home: Path, raw: str | bytes, timeout_s: float | None = None) 
     info = spool.serve_info(state) if state.is_dir() else None
     if info is not None:
         try:
-            wait = timeout_s if timeout_s is not None else float(info.get("prompt_timeout_s") or 0.8)
+            wait = timeout_s if timeout_s is not None else float(info.get("prompt_timeout_s") or SERVE_TIMEOUT_S)
             return _via_serve(info, prompt, cwd, wait), "serve"
         except (OSError, ValueError) as exc:
             spool.log_line(state, f"prompt-recall: `memvault serve` (pid {info.get('pid')}) did not answer "

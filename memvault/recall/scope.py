@@ -11,8 +11,9 @@ from datetime import datetime, time
 from pathlib import PurePosixPath
 
 from memvault.errors import UsageError
+from memvault.sources.kinds import SCOPE_KINDS
 
-SOURCES = ("claude-code", "codex", "pi", "chatgpt", "claude-ai", "opencode", "note", "article")
+SOURCES = SCOPE_KINDS
 
 
 def parse_day(value: str | datetime | None, name: str, end: bool = False) -> datetime | None:

@@ -326,7 +326,7 @@ def select(
     max_nodes: int,
     max_chars: int,
     max_node_chars: int,
-    diversity: float = 0.88,
+    diversity: float = ScoringWeights.model_fields["diversity"].default,  # `[recall] diversity`'s
     min_chars: int = 80,
 ) -> list[Scored]:
     """Greedy fill, best first: drop near-duplicates of picked nodes, cut each text to

@@ -25,6 +25,7 @@ from memvault.errors import MemvaultError, UsageError
 from memvault.ops.results import (CaptureStored, Node, NoteResult, PromptRecallAnswer, Recall, SearchResult, Section,
                                    TimelineNode)
 from memvault.servers import SharedService
+from memvault.settings import Settings
 
 API_VERSION = 1
 JSON_CAP = 1024 * 1024  # the read routes and a note: a query or a note is small
@@ -78,27 +79,8 @@ def _scope(body: Any) -> Any:
 
 def hub_routes(shared: SharedService, write: bool) -> list[Route]:
     """The ``/v1/`` routes; ``write`` adds capture and note (only for a server with a token)."""
-    from memvault.servers.http import error_response
-
     settings = shared.service.settings
     cap = settings.hub.max_capture_bytes
-
-    def route(path: str, method: str, work: Callable[[Any], Any], limit: int = JSON_CAP) -> Route:
-        async def handle(request: Request) -> JSONResponse:
-            try:
-                body = await read_json(request, limit) if method == "POST" else {}
-                return JSONResponse(await run_in_threadpool(work, body))
-            except _TooLarge as exc:
-                return JSONResponse({"error": f"the request is larger than this hub's cap of {exc.cap} bytes — send "
-                                              "the transcript in smaller parts (the client does by itself)",
-                                     "type": "TooLarge", "max_bytes": exc.cap}, status_code=413)
-            except _Conflict as exc:
-                return JSONResponse({"error": str(exc), "type": "Conflict", "have": exc.have}, status_code=409)
-            except MemvaultError as exc:
-                return error_response(exc)
-
-        handler: Callable[[Request], Awaitable[JSONResponse]] = handle
-        return Route(path, handler, methods=[method])
 
     def recall(body: Any) -> Recall:
         return shared.call(lambda s: s.recall(_query(body), max_nodes=_field(body, "max_nodes", int),
@@ -120,26 +102,52 @@ def hub_routes(shared: SharedService, write: bool) -> list[Route]:
         return shared.call(lambda s: prompt_block(s, text, _field(body, "cwd", str), _field(body, "session_id", str)))
 
     def status(body: Any) -> Any:
-        from memvault.ops.hub_inbox import machines_summary
-
-        state = settings.state_dir
-        return {"api": API_VERSION, "time": time.time(), "home": str(settings.home), "write": write,
-                "max_capture_bytes": cap, "spool": spool.pending(state),
-                "drainer": "serve" if spool.serve_info(state) else ("running" if spool.drainer_running(state) else "idle"),
-                **machines_summary(settings.home)}
+        return _status(settings, write)
 
     def brief(body: Any) -> Any:
         from memvault.ops.agent_setup import index_brief
 
         return {"block": shared.call(lambda s: index_brief(s.settings.home))}
 
-    routes = [route("/v1/recall", "POST", recall), route("/v1/search", "POST", search),
-              *reader_routes(shared, route), route("/v1/index-brief", "GET", brief),
-              route("/v1/prompt-recall", "POST", prompt), route("/v1/status", "GET", status)]
+    routes = [_route("/v1/recall", "POST", recall), _route("/v1/search", "POST", search),
+              *reader_routes(shared, _route), _route("/v1/index-brief", "GET", brief),
+              _route("/v1/prompt-recall", "POST", prompt), _route("/v1/status", "GET", status)]
     if write:
-        routes += [route("/v1/capture", "POST", lambda body: capture(shared, body), limit=cap),
-                   route("/v1/note", "POST", lambda body: note(shared, body))]
+        routes += [_route("/v1/capture", "POST", lambda body: capture(shared, body), limit=cap),
+                   _route("/v1/note", "POST", lambda body: note(shared, body))]
     return routes
+
+
+def _route(path: str, method: str, work: Callable[[Any], Any], limit: int = JSON_CAP) -> Route:
+    """A route that runs ``work`` on the request's JSON body in a thread; errors as JSON."""
+    from memvault.servers.http import error_response
+
+    async def handle(request: Request) -> JSONResponse:
+        try:
+            body = await read_json(request, limit) if method == "POST" else {}
+            return JSONResponse(await run_in_threadpool(work, body))
+        except _TooLarge as exc:
+            return JSONResponse({"error": f"the request is larger than this hub's cap of {exc.cap} bytes — send "
+                                          "the transcript in smaller parts (the client does by itself)",
+                                 "type": "TooLarge", "max_bytes": exc.cap}, status_code=413)
+        except _Conflict as exc:
+            return JSONResponse({"error": str(exc), "type": "Conflict", "have": exc.have}, status_code=409)
+        except MemvaultError as exc:
+            return error_response(exc)
+
+    handler: Callable[[Request], Awaitable[JSONResponse]] = handle
+    return Route(path, handler, methods=[method])
+
+
+def _status(settings: Settings, write: bool) -> dict[str, object]:
+    """``/v1/status``: the hub's API version, clock, home, spool and drainer, and its machines."""
+    from memvault.ops.hub_inbox import machines_summary
+
+    state = settings.state_dir
+    return {"api": API_VERSION, "time": time.time(), "home": str(settings.home), "write": write,
+            "max_capture_bytes": settings.hub.max_capture_bytes, "spool": spool.pending(state),
+            "drainer": "serve" if spool.serve_info(state) else ("running" if spool.drainer_running(state) else "idle"),
+            **machines_summary(settings.home)}
 
 
 def reader_routes(shared: SharedService, route: Callable[..., Route]) -> list[Route]:

@@ -33,6 +33,7 @@ from memvault.ops.results import (Article, ArticleLinks, ArticleSummary, Node, N
 from memvault.recall.scope import Scope
 from memvault.servers import wrap_for_agent
 from memvault.settings import Settings
+from memvault.sources.kinds import SCOPE_KINDS, listed
 
 T = TypeVar("T")
 
@@ -99,7 +100,7 @@ WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempoten
 Query = Annotated[str, Field(description="What to look for, in plain words (e.g. 'postgres backup retention').")]
 Title = Annotated[str, Field(description="Article title or file stem, as listed by list_articles.")]
 Project = Annotated[str | None, Field(description="Only this project (a directory, or a directory's name).")]
-Source = Annotated[str | None, Field(description="Only this source kind: claude-code, codex, pi, chatgpt, claude-ai, note or article.")]
+Source = Annotated[str | None, Field(description=f"Only this source kind: {listed(SCOPE_KINDS)}.")]
 Since = Annotated[str | None, Field(description="Only conversations started on or after this date (YYYY-MM-DD).")]
 Until = Annotated[str | None, Field(description="Only conversations started on or before this date (YYYY-MM-DD).")]
 Cwd = Annotated[str | None, Field(description="The directory the agent works in: that project's memories rank a little higher.")]

@@ -4,34 +4,38 @@ Public API (used by memvault/stages/ingest.py):
     detect_format(path) -> SourceKind | None      # from content, never from the file name
     parse_file(path, kind, start_offset=0, state=None) -> ParseResult
 
-JSONL formats (claude-code, codex, pi) stream from ``start_offset`` and hand back ``state``
-so appended lines parse in context; JSON exports (chatgpt, claude-ai), plain or zipped, are
-re-read whole, streamed one conversation at a time (``export.export_slices``).
+JSONL formats (claude-code, codex, pi, opencode) stream from ``start_offset`` and hand back
+``state`` so appended lines parse in context; JSON exports (chatgpt, claude-ai), plain or
+zipped, are re-read whole, streamed one conversation at a time (``export.export_slices``).
 ``parse_file`` never raises for bad input: problems come back as ``ParseResult.errors``.
+The kinds themselves are registered in :mod:`memvault.sources.kinds`.
+
+This package's top imports only that registry: the hook path reads the kinds, and must not
+pay for pydantic or the parsers (they load when a file is detected or parsed).
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memvault.models import LineError, SourceKind
-from memvault.sources.base import ParseResult
-from memvault.sources.detect import detect_format
+from memvault.sources.kinds import KINDS, SourceKind
 
-__all__ = ["PARSERS", "ParseResult", "detect_format", "parse_file"]
+if TYPE_CHECKING:
+    from memvault.sources.base import ParseResult
+
+__all__ = ["PARSERS", "detect_format", "parse_file"]
 
 # Kind → module exposing ``parse(path, start_offset, state) -> ParseResult``; imported on
 # first use so loading one format never pays for the others.
-PARSERS: dict[str, str] = {
-    "claude-code": "memvault.sources.claude_code",
-    "codex": "memvault.sources.codex",
-    "pi": "memvault.sources.pi",
-    "chatgpt": "memvault.sources.chatgpt",
-    "claude-ai": "memvault.sources.claude_ai",
-    "opencode": "memvault.sources.opencode",
-}
+PARSERS: dict[str, str] = {name: kind.parser for name, kind in KINDS.items()}
+
+
+def detect_format(path: Path) -> SourceKind | None:
+    """The source kind of ``path`` judged from its content (see :mod:`memvault.sources.detect`)."""
+    from memvault.sources.detect import detect_format as detect
+
+    return detect(path)
 
 
 def parse_file(
@@ -46,6 +50,11 @@ def parse_file(
     ``max_bytes`` (JSONL only) stops after roughly that many bytes so a huge file can be
     ingested in slices: call again with the returned ``end_offset`` and ``state``.
     """
+    import importlib
+
+    from memvault.models import LineError
+    from memvault.sources.base import ParseResult
+
     module_name = PARSERS.get(kind)
     if module_name is None:
         return ParseResult(

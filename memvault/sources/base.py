@@ -10,11 +10,12 @@ import os
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypedDict, TypeVar
 
 from pydantic import BaseModel, Field
 
-from memvault.models import Conversation, LineError
+from memvault.models import Conversation, LineError, Message
+from memvault.sources.kinds import FileKind
 
 # Compact tool messages keep only a glimpse of arguments and output: the ledger is a memory
 # of what was said and done, not a copy of every file read.
@@ -190,9 +191,36 @@ def title_from(text: str) -> str:
     return ""
 
 
-def remember(mapping: dict[str, Any], key: str, value: Any, limit: int) -> None:
+V = TypeVar("V")
+
+
+def remember(mapping: dict[str, V], key: str, value: V, limit: int) -> None:
     """Insert into a dict used as a small LRU, so state stays bounded on huge files."""
     mapping.pop(key, None)
     mapping[key] = value
     while len(mapping) > limit:
         mapping.pop(next(iter(mapping)))
+
+
+class SessionState(TypedDict):
+    """What a one-conversation JSONL handler (codex, pi, opencode) hands the next parse."""
+
+    session: str | None
+    project: str | None
+    title: str
+    started: str | None  # ISO times
+    updated: str | None
+    tail: str | None  # the last message's native id: the next one's parent
+
+
+def session_conversation(source: FileKind, state: SessionState, path: Path, leaf: str | None,
+                         messages: list[Message], touched: bool) -> list[Conversation]:
+    """The conversation of a one-session file from its handler's state (the file's stem names
+    it when the session recorded no id); none when this parse did not touch it."""
+    if not touched:
+        return []
+    return [Conversation(
+        source=source, native_id=state["session"] or path.stem, title=state["title"],
+        started_at=parse_time(state["started"]), updated_at=parse_time(state["updated"]),
+        project=state["project"], leaf_native_id=leaf, messages=messages,
+    )]

@@ -89,8 +89,8 @@ def segments(content: Any, role: Role, tool_names: dict[str, str]) -> list[Segme
         elif kind == "tool_result":
             flush_text()
             tool_id = block.get("tool_use_id")
-            name = tool_names.get(tool_id) if isinstance(tool_id, str) else None
-            text = tool_result_text(name, flatten(block.get("content")), bool(block.get("is_error")))
+            called = tool_names.get(tool_id) if isinstance(tool_id, str) else None
+            text = tool_result_text(called, flatten(block.get("content")), bool(block.get("is_error")))
             out.append(Segment("tool", "tool_result", text, tool_id))
         elif kind in ("image", "document"):
             flush_text()

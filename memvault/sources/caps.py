@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import IO
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -156,10 +156,16 @@ class StringCutter:
         self.cut = len(body) - end
 
 
+class Readable(Protocol):
+    """What :class:`CappedReader` reads from: a file, a zip member, a re-encoding stream."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class CappedReader:
     """A binary reader (``read(size)``) whose JSON strings are cut by a :class:`StringCutter`."""
 
-    def __init__(self, raw: IO[bytes], cap: int) -> None:
+    def __init__(self, raw: Readable, cap: int) -> None:
         self.raw, self.cutter = raw, StringCutter(cap)
 
     def read(self, size: int = -1) -> bytes:

@@ -59,7 +59,7 @@ def parse_conversation(item: dict[str, Any]) -> Conversation | None:
         role: Role = "user" if raw.get("sender") == "human" else "assistant"
         parent_uuid = raw.get("parent_message_uuid")
         if parent_uuid in known and parent_uuid != _ROOT:
-            parent: str | None = tails.get(parent_uuid, parent_uuid)
+            parent: str | None = None if parent_uuid is None else tails.get(parent_uuid, parent_uuid)
         else:
             parent = None if "parent_message_uuid" in raw else previous  # old exports: linear
         when = parse_time(raw.get("created_at"))

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from memvault.ids import conversation_id
 from memvault.models import Conversation, Message
-from memvault.sources.base import ParseResult, iso, parse_time, remember, title_from
+from memvault.sources.base import iso, parse_time, remember, title_from
 from memvault.sources.blocks import Segment, segments
-from memvault.sources.jsonl import LineProblem, parse_jsonl
+from memvault.sources.jsonl import LineProblem, jsonl_parser
 
 MAIN = ""  # conversation key of the main session; subagents use their agentId
 MERGE_LIMIT = 16  # split API messages are contiguous, so a few recent ids suffice
@@ -40,22 +40,43 @@ ALIAS_LIMIT = 10_000
 _META_PREFIXES = ("<local-command-stdout>", "<command-name>", "<local-command-stderr>", "Caveat: The messages below")
 
 
+class MergeEntry(TypedDict):
+    """An assistant message later lines of the same API response add text to."""
+
+    key: str  # its conversation's key
+    msg: Message | dict[str, Any]  # the Message while parsing, its JSON in the state between parses
+
+
+class ClaudeCodeState(TypedDict):
+    """What one parse hands the next (JSON in the watermark); maps are by conversation key."""
+
+    session: str | None
+    project: str | None
+    titles: dict[str, str]
+    aliases: dict[str, str]  # uuid of a line that made no message → the message it stands for ("" none)
+    tails: dict[str, str | None]  # the last message: the next line's parent when it names none
+    leaf: dict[str, str]
+    merge: dict[str, MergeEntry]  # API message id → the message holding its text
+    tools: dict[str, str]  # tool_use id → tool name, so a result names its tool
+    times: dict[str, tuple[object, object]]  # first and last timestamps as written (a list in JSON)
+
+
 class ClaudeCodeHandler:
     """Feeds Claude Code lines into per-conversation message lists; state survives offsets."""
 
     def __init__(self, state: dict[str, Any], path: Path) -> None:
         self.path = path
-        self.s: dict[str, Any] = {
+        # the state is this handler's own earlier output, read back from the watermark
+        self.s = cast(ClaudeCodeState, {
             "session": None, "project": None, "titles": {},
-            "aliases": {}, "tails": {}, "leaf": {}, "merge": {}, "tools": {}, "times": {},
-        }
-        self.s.update(state)
+            "aliases": {}, "tails": {}, "leaf": {}, "merge": {}, "tools": {}, "times": {}, **state,
+        })
         self.emitted: dict[str, dict[str, Message]] = {}
         self.touched: set[str] = set()
 
     # -- feeding -------------------------------------------------------------------------
     def feed(self, line_no: int, obj: dict[str, Any]) -> bool:
-        kind = obj["type"]
+        kind: str = obj["type"]  # a string: parse_jsonl checked it
         if kind in ("summary", "custom-title"):
             title = obj.get("summary") if kind == "summary" else obj.get("customTitle")
             if isinstance(title, str) and title.strip():
@@ -94,7 +115,7 @@ class ClaudeCodeHandler:
             self._emit(key, msg)
             if kind == "assistant" and seg.kind == "text" and isinstance(message.get("id"), str):
                 # The Message itself until finish() turns it into JSON: most are never merged.
-                remember(self.s["merge"], message["id"], {"key": key, "msg": msg}, MERGE_LIMIT)
+                remember(self.s["merge"], message["id"], MergeEntry(key=key, msg=msg), MERGE_LIMIT)
             if seg.role == "user" and seg.kind == "text" and not self.s["titles"].get(key):
                 self.s["titles"][key] = title_from(seg.text)  # until a summary line names it
             cursor = msg_id
@@ -167,7 +188,7 @@ class ClaudeCodeHandler:
             self.s["times"][key] = (stamp if first is None else first, stamp)
 
     # -- collecting ----------------------------------------------------------------------
-    def finish(self) -> tuple[list[Conversation], dict[str, Any]]:
+    def finish(self) -> tuple[list[Conversation], ClaudeCodeState]:
         native = self.s["session"] or self.path.stem
         out: list[Conversation] = []
         for key in sorted(self.touched, key=lambda k: (k != MAIN, k)):
@@ -194,8 +215,4 @@ def _as_json(msg: Message) -> dict[str, Any]:
             "kind": msg.kind, "text": msg.text, "timestamp": iso(msg.timestamp), "low_value": msg.low_value}
 
 
-def parse(
-    path: Path, start_offset: int = 0, state: dict[str, Any] | None = None, max_bytes: int | None = None
-) -> ParseResult:
-    """Parse a Claude Code transcript from ``start_offset`` (see module docstring)."""
-    return parse_jsonl(path, start_offset, state, ClaudeCodeHandler, max_bytes)
+parse = jsonl_parser(ClaudeCodeHandler, "a Claude Code transcript")

@@ -15,13 +15,14 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memvault.models import Conversation, Message, MessageKind, Role
 from memvault.sources.base import (
-    ParseResult, iso, parse_time, remember, title_from, tool_call_text, tool_result_text,
+    SessionState, iso, parse_time, remember, session_conversation, title_from, tool_call_text,
+    tool_result_text,
 )
-from memvault.sources.jsonl import parse_jsonl
+from memvault.sources.jsonl import jsonl_parser
 
 CALL_LIMIT = 256
 _INJECTED_BLOCK = re.compile(
@@ -47,14 +48,21 @@ def _content_text(content: Any) -> str:
     return "\n".join(p for p in parts if p)
 
 
+class CodexState(SessionState):
+    """What one parse hands the next (JSON in the watermark)."""
+
+    last: list[str] | None  # [role, text digest] of the last message: Codex logs some twice
+    calls: dict[str, str]  # call id → tool name, so a result names its tool
+
+
 class CodexHandler:
     """Feeds rollout lines into one conversation; state keeps ids, dedupe and call names."""
 
     def __init__(self, state: dict[str, Any], path: Path) -> None:
         self.path = path
-        self.s: dict[str, Any] = {"session": None, "project": None, "title": "", "started": None,
-                                  "updated": None, "tail": None, "last": None, "calls": {}}
-        self.s.update(state)
+        # the state is this handler's own earlier output, read back from the watermark
+        self.s = cast(CodexState, {"session": None, "project": None, "title": "", "started": None,
+                                   "updated": None, "tail": None, "last": None, "calls": {}, **state})
         self.messages: list[Message] = []
         self.touched = False
 
@@ -101,8 +109,8 @@ class CodexHandler:
             self._emit(line_no, "tool", "tool_call", tool_call_text(name, args), when)
         elif sub in _OUTPUT_TYPES:
             output = item.get("output")
-            name = self.s["calls"].get(item.get("call_id"))
-            self._emit(line_no, "tool", "tool_result", tool_result_text(name, self._output_text(output)), when)
+            called = self.s["calls"].get(item["call_id"]) if "call_id" in item else None
+            self._emit(line_no, "tool", "tool_result", tool_result_text(called, self._output_text(output)), when)
         # reasoning is dropped like thinking elsewhere
 
     @staticmethod
@@ -117,7 +125,8 @@ class CodexHandler:
             except ValueError:
                 return text
             if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
-                return decoded["output"]
+                inner: str = decoded["output"]
+                return inner
         return text
 
     def _emit(self, line_no: int, role: Role, kind: MessageKind, text: str, when: Any) -> None:
@@ -139,19 +148,8 @@ class CodexHandler:
             self.s["started"] = self.s["started"] or iso(when)
         self.touched = True
 
-    def finish(self) -> tuple[list[Conversation], dict[str, Any]]:
-        if not self.touched:
-            return [], self.s
-        conv = Conversation(
-            source="codex", native_id=self.s["session"] or self.path.stem, title=self.s["title"],
-            started_at=parse_time(self.s["started"]), updated_at=parse_time(self.s["updated"]),
-            project=self.s["project"], leaf_native_id=self.s["tail"], messages=self.messages,
-        )
-        return [conv], self.s
+    def finish(self) -> tuple[list[Conversation], CodexState]:
+        return session_conversation("codex", self.s, self.path, self.s["tail"], self.messages, self.touched), self.s
 
 
-def parse(
-    path: Path, start_offset: int = 0, state: dict[str, Any] | None = None, max_bytes: int | None = None
-) -> ParseResult:
-    """Parse a Codex rollout from ``start_offset`` (see module docstring)."""
-    return parse_jsonl(path, start_offset, state, CodexHandler, max_bytes)
+parse = jsonl_parser(CodexHandler, "a Codex rollout")

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from memvault.models import SourceKind
 from memvault.sources.base import decode_text, open_regular, wide_encoding
 from memvault.sources.caps import current, cut_long_strings
 from memvault.sources.export import detect_zip, export_kind_of_text, is_zip
+from memvault.sources.kinds import FileKind
 
 SNIFF_BYTES = 1 << 20  # an export's first conversation names its keys well within this
 MAX_SNIFF_LINES = 25
@@ -28,7 +28,7 @@ _CLAUDE_CODE_TYPES = {"user", "assistant", "summary", "system", "file-history-sn
 _CLAUDE_CODE_KEYS = {"sessionId", "uuid", "parentUuid", "leafUuid", "messageId"}
 
 
-def _kind_of_object(obj: dict[str, Any]) -> SourceKind | None:
+def _kind_of_object(obj: dict[str, Any]) -> FileKind | None:
     kind = obj.get("type")
     if not isinstance(kind, str):
         return None  # `"type": {…}` or `[…]`: not a line of any format (and unhashable)
@@ -46,11 +46,11 @@ def _kind_of_object(obj: dict[str, Any]) -> SourceKind | None:
     return None
 
 
-def _detect_json_export(head: str) -> SourceKind | None:
-    return export_kind_of_text(head)  # type: ignore[return-value]  # one of the two export kinds
+def _detect_json_export(head: str) -> FileKind | None:
+    return export_kind_of_text(head)
 
 
-def detect_format(path: Path) -> SourceKind | None:
+def detect_format(path: Path) -> FileKind | None:
     """The source kind of ``path`` judged from its content; None if unknown or unreadable."""
     try:
         with open_regular(path) as handle:
@@ -58,7 +58,7 @@ def detect_format(path: Path) -> SourceKind | None:
             if not head_bytes:
                 return None
             if is_zip(head_bytes):
-                return detect_zip(path)  # type: ignore[return-value]  # an export kind or None
+                return detect_zip(path)
             if wide_encoding(head_bytes[:512]):
                 head = decode_text(head_bytes)  # an export saved as UTF-16: read as what it is
             elif b"\0" in head_bytes[:8192]:
@@ -68,6 +68,7 @@ def detect_format(path: Path) -> SourceKind | None:
             head = head.lstrip("\ufeff \t\r\n")
             if head.startswith("["):
                 return _detect_json_export(head)
+            found: FileKind | None
             if wide_encoding(head_bytes[:512]):
                 # judged from the decoded head, so the parser can say the file is UTF-16
                 # rather than the file going unrecognized
@@ -83,7 +84,7 @@ def detect_format(path: Path) -> SourceKind | None:
     return _detect_json_export(head) if head.startswith("{") else None
 
 
-def _detect_jsonl(handle: BinaryIO, head_bytes: bytes) -> SourceKind | None:
+def _detect_jsonl(handle: BinaryIO, head_bytes: bytes) -> FileKind | None:
     """Judge the first lines, each read whole (a first line may be far longer than the head)."""
     sep = b"\r" if b"\r" in head_bytes and b"\n" not in head_bytes else b"\n"
     handle.seek(0)
@@ -107,7 +108,7 @@ def _detect_jsonl(handle: BinaryIO, head_bytes: bytes) -> SourceKind | None:
     return None
 
 
-def _judge_line(line: bytes) -> SourceKind | None:
+def _judge_line(line: bytes) -> FileKind | None:
     line = cut_long_strings(line, current().string_bytes)
     try:
         obj = json.loads(line.decode("utf-8", errors="replace"))

@@ -26,6 +26,7 @@ from typing import IO, Any, BinaryIO
 from memvault.models import Conversation, LineError
 from memvault.sources.base import ParseResult, open_regular, wide_encoding
 from memvault.sources.caps import CappedReader, current
+from memvault.sources.kinds import KINDS, ExportKind
 
 ConvParser = Callable[[dict[str, Any]], Conversation | None]
 
@@ -49,7 +50,7 @@ def _utf8_text(head: bytes) -> str:
     return head.decode(codec, errors="replace").lstrip("\ufeff")
 
 
-def export_kind_of_text(head: str) -> str | None:
+def export_kind_of_text(head: str) -> ExportKind | None:
     """``"chatgpt"`` or ``"claude-ai"`` when ``head`` (a JSON text's start) is such an export."""
     head = head.lstrip("\ufeff \t\r\n")
     if not head.startswith(("[", "{")):
@@ -69,10 +70,10 @@ def _json_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     return sorted(members, key=lambda i: (Path(i.filename).name.lower() != "conversations.json", i.filename))
 
 
-def zip_export_members(archive: zipfile.ZipFile) -> tuple[str | None, list[zipfile.ZipInfo], list[str]]:
+def zip_export_members(archive: zipfile.ZipFile) -> tuple[ExportKind | None, list[zipfile.ZipInfo], list[str]]:
     """The export kind of a zip, the members holding it (judged by their content), and the
     JSON members that could not be read (damaged), named with why."""
-    kind: str | None = None
+    kind: ExportKind | None = None
     found: list[zipfile.ZipInfo] = []
     damaged: list[str] = []
     for info in _json_members(archive):
@@ -89,7 +90,7 @@ def zip_export_members(archive: zipfile.ZipFile) -> tuple[str | None, list[zipfi
     return kind, found, damaged
 
 
-def detect_zip(path: Path) -> str | None:
+def detect_zip(path: Path) -> ExportKind | None:
     """The export kind inside the zip at ``path``; None if it holds no export."""
     try:
         with zipfile.ZipFile(path) as archive:
@@ -317,16 +318,15 @@ def _stream_document(raw: IO[bytes], where: str, path: Path, what: str, slicer: 
                      f"before the damage were kept — re-download the {what} export")
 
 
-# Export kinds → (what users call it, module with ``parse_conversation``).
-EXPORT_KINDS = {"chatgpt": ("ChatGPT", "memvault.sources.chatgpt"), "claude-ai": ("claude.ai", "memvault.sources.claude_ai")}
 
 
 def export_slices(path: Path, kind: str, max_bytes: int | None) -> Iterator[tuple[ParseResult, bool]]:
-    """:func:`iter_export` for an export ``kind`` (a key of ``EXPORT_KINDS``)."""
+    """:func:`iter_export` for an export ``kind`` (one of ``kinds.EXPORT_KINDS``), whose parser
+    module has ``parse_conversation``."""
     import importlib
 
-    what, module = EXPORT_KINDS[kind]
-    yield from iter_export(path, what, importlib.import_module(module).parse_conversation, max_bytes)
+    entry = KINDS[kind]
+    yield from iter_export(path, entry.label, importlib.import_module(entry.parser).parse_conversation, max_bytes)
 
 
 def parse_export(path: Path, what: str, parse_one: ConvParser) -> ParseResult:

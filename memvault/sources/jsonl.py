@@ -22,7 +22,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -78,7 +78,7 @@ class LineHandler(Protocol):
         """Use one object; return False when its ``type`` is unknown (counted as skipped)."""
         ...
 
-    def finish(self) -> tuple[list[Conversation], dict[str, Any]]:
+    def finish(self) -> tuple[list[Conversation], Mapping[str, object]]:
         """Conversations touched by this parse, and the state to hand back next time."""
         ...
 
@@ -272,3 +272,22 @@ def parse_jsonl(
         new_state["newline"] = "\r"
     return ParseResult(conversations=conversations, errors=errors, skipped_types=skipped, end_offset=offset,
                        state=new_state)
+
+
+class Parser(Protocol):
+    """A format module's ``parse``, as :func:`memvault.sources.parse_file` calls it."""
+
+    def __call__(self, path: Path, start_offset: int = 0, state: dict[str, Any] | None = None,
+                 max_bytes: int | None = None) -> ParseResult: ...
+
+
+def jsonl_parser(factory: HandlerFactory, what: str) -> Parser:
+    """A JSONL format's ``parse``: :func:`parse_jsonl` with ``factory``'s handler; ``what``
+    names the format in its docstring."""
+
+    def parse(path: Path, start_offset: int = 0, state: dict[str, Any] | None = None,
+              max_bytes: int | None = None) -> ParseResult:
+        return parse_jsonl(path, start_offset, state, factory, max_bytes)
+
+    parse.__doc__ = f"Parse {what} from ``start_offset`` (see the module docstring)."
+    return parse

@@ -15,11 +15,13 @@ Messages follow one another in the file's order.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memvault.models import Conversation, Message, MessageKind, Role
-from memvault.sources.base import ParseResult, iso, parse_time, title_from, tool_call_text, tool_result_text
-from memvault.sources.jsonl import parse_jsonl
+from memvault.sources.base import (
+    SessionState, iso, parse_time, session_conversation, title_from, tool_call_text, tool_result_text,
+)
+from memvault.sources.jsonl import jsonl_parser
 
 Segment = tuple[str, Role, MessageKind, str]
 
@@ -37,7 +39,8 @@ def _segments(role: Any, parts: Any) -> list[Segment]:
         if kind == "text" and not part.get("synthetic") and str(part.get("text") or "").strip():
             out.append((pid, role, "text", str(part["text"])))
         elif kind == "tool":
-            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            state = part.get("state")
+            state = state if isinstance(state, dict) else {}
             name = str(part.get("tool") or "tool")
             out.append((pid, "tool", "tool_call", tool_call_text(name, state.get("input"))))
             if state.get("status") in ("completed", "error"):
@@ -52,9 +55,9 @@ class OpenCodeHandler:
 
     def __init__(self, state: dict[str, Any], path: Path) -> None:
         self.path = path
-        self.s: dict[str, Any] = {"session": None, "project": None, "title": "", "started": None, "updated": None,
-                                  "tail": None}
-        self.s.update(state)
+        # the state is this handler's own earlier output, read back from the watermark
+        self.s = cast(SessionState, {"session": None, "project": None, "title": "", "started": None,
+                                      "updated": None, "tail": None, **state})
         self.messages: dict[str, Message] = {}
 
     def feed(self, line_no: int, obj: dict[str, Any]) -> bool:
@@ -63,9 +66,10 @@ class OpenCodeHandler:
         info = obj.get("info")
         if not isinstance(info, dict):
             raise TypeError("'info' is not an object")
-        time = info.get("time") if isinstance(info.get("time"), dict) else {}
-        when = parse_time(time.get("created"))
-        path = info.get("path") if isinstance(info.get("path"), dict) else {}
+        time = info.get("time")
+        when = parse_time(time.get("created") if isinstance(time, dict) else None)
+        path = info.get("path")
+        path = path if isinstance(path, dict) else {}
         self.s["session"] = self.s["session"] or info.get("sessionID")
         self.s["project"] = self.s["project"] or path.get("cwd")
         self.s["started"] = self.s["started"] or iso(when)
@@ -81,19 +85,9 @@ class OpenCodeHandler:
                 self.s["updated"] = iso(when)
         return True
 
-    def finish(self) -> tuple[list[Conversation], dict[str, Any]]:
-        if not self.messages:
-            return [], self.s
-        conv = Conversation(
-            source="opencode", native_id=self.s["session"] or self.path.stem, title=self.s["title"],
-            started_at=parse_time(self.s["started"]), updated_at=parse_time(self.s["updated"]),
-            project=self.s["project"], leaf_native_id=self.s["tail"], messages=list(self.messages.values()),
-        )
-        return [conv], self.s
+    def finish(self) -> tuple[list[Conversation], SessionState]:
+        messages = list(self.messages.values())
+        return session_conversation("opencode", self.s, self.path, self.s["tail"], messages, bool(messages)), self.s
 
 
-def parse(
-    path: Path, start_offset: int = 0, state: dict[str, Any] | None = None, max_bytes: int | None = None
-) -> ParseResult:
-    """Parse an exported OpenCode session from ``start_offset`` (see module docstring)."""
-    return parse_jsonl(path, start_offset, state, OpenCodeHandler, max_bytes)
+parse = jsonl_parser(OpenCodeHandler, "an exported OpenCode session")

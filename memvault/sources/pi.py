@@ -11,14 +11,15 @@ kept with kinds ``compact_summary`` / ``branch_summary``; ``session_info`` names
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memvault.models import Conversation, Message, MessageKind, Role
 from memvault.sources.base import (
-    ParseResult, first_lines, iso, parse_time, remember, title_from, tool_call_text, tool_result_text,
+    SessionState, first_lines, iso, parse_time, remember, session_conversation, title_from,
+    tool_call_text, tool_result_text,
 )
 from memvault.sources.blocks import flatten
-from memvault.sources.jsonl import parse_jsonl
+from memvault.sources.jsonl import jsonl_parser
 
 TOOL_NAME_LIMIT = 256
 _TREE_ONLY = {"model_change", "thinking_level_change", "label", "custom", "session_info"}
@@ -52,8 +53,8 @@ def _message_segments(message: dict[str, Any], tools: dict[str, str]) -> list[Se
             out.append(("assistant", "text", "\n\n".join(texts)))
         return out
     if role == "toolResult":
-        name = message.get("toolName") or tools.get(message.get("toolCallId"))
-        return [("tool", "tool_result", tool_result_text(name, flatten(content), bool(message.get("isError"))))]
+        tool = message.get("toolName") or (tools.get(message["toolCallId"]) if "toolCallId" in message else None)
+        return [("tool", "tool_result", tool_result_text(tool, flatten(content), bool(message.get("isError"))))]
     if role == "bashExecution":
         head = tool_call_text("bash", {"command": message.get("command")})
         return [("tool", "tool_result", f"{head}\n{first_lines(str(message.get('output') or ''))}")]
@@ -66,15 +67,25 @@ def _message_segments(message: dict[str, Any], tools: dict[str, str]) -> list[Se
     raise ValueError(f"unknown message role {role!r}")
 
 
+class PiState(SessionState):
+    """What one parse hands the next (JSON in the watermark); ``tail`` is the current position."""
+
+    named: bool  # the title was given (session_info), not taken from the first user message
+    version: int  # of the file format: v1 is linear, later ones a tree of parentIds
+    aliases: dict[str, str]  # entry id that made no message → the message it stands for ("" none)
+    leaf: str | None
+    tools: dict[str, str]  # tool call id → tool name, so a result names its tool
+
+
 class PiHandler:
     """Feeds pi entries into one conversation; state keeps the header, aliases and leaf."""
 
     def __init__(self, state: dict[str, Any], path: Path) -> None:
         self.path = path
-        self.s: dict[str, Any] = {"session": None, "project": None, "title": "", "named": False, "version": 1,
-                                  "started": None, "updated": None, "aliases": {}, "tail": None, "leaf": None,
-                                  "tools": {}}
-        self.s.update(state)
+        # the state is this handler's own earlier output, read back from the watermark
+        self.s = cast(PiState, {"session": None, "project": None, "title": "", "named": False, "version": 1,
+                                "started": None, "updated": None, "aliases": {}, "tail": None, "leaf": None,
+                                "tools": {}, **state})
         self.messages: dict[str, Message] = {}
         self.touched = False
 
@@ -82,8 +93,10 @@ class PiHandler:
         kind = obj["type"]
         when = parse_time(obj.get("timestamp"))
         if kind == "session":
-            self.s.update(session=self.s["session"] or obj.get("id"), project=self.s["project"] or obj.get("cwd"),
-                          version=obj.get("version", 1), started=self.s["started"] or iso(when))
+            self.s["session"] = self.s["session"] or obj.get("id")
+            self.s["project"] = self.s["project"] or obj.get("cwd")
+            self.s["version"] = obj.get("version", 1)
+            self.s["started"] = self.s["started"] or iso(when)
             self.touched = True
             return True
         if kind == "message":
@@ -134,19 +147,9 @@ class PiHandler:
         aliases = self.s["aliases"]
         return (aliases[parent] or None) if parent in aliases else parent
 
-    def finish(self) -> tuple[list[Conversation], dict[str, Any]]:
-        if not self.touched:
-            return [], self.s
-        conv = Conversation(
-            source="pi", native_id=self.s["session"] or self.path.stem, title=self.s["title"],
-            started_at=parse_time(self.s["started"]), updated_at=parse_time(self.s["updated"]),
-            project=self.s["project"], leaf_native_id=self.s["leaf"], messages=list(self.messages.values()),
-        )
-        return [conv], self.s
+    def finish(self) -> tuple[list[Conversation], PiState]:
+        messages = list(self.messages.values())
+        return session_conversation("pi", self.s, self.path, self.s["leaf"], messages, self.touched), self.s
 
 
-def parse(
-    path: Path, start_offset: int = 0, state: dict[str, Any] | None = None, max_bytes: int | None = None
-) -> ParseResult:
-    """Parse a pi session from ``start_offset`` (see module docstring)."""
-    return parse_jsonl(path, start_offset, state, PiHandler, max_bytes)
+parse = jsonl_parser(PiHandler, "a pi session")

@@ -173,29 +173,56 @@ def flush_bucket_pages(ctx: StageContext) -> int:
     return added
 
 
-def assign_by_centroid(run: ClusterPass, pending: Pending, singles: bool = True) -> tuple[int, int, str | None]:
-    """The no-model path over `pending`; returns (assigned, still waiting, why it stopped).
-
-    Long because it is one crash-safe sequence: nearest bucket per chunk (a transaction each),
-    then the leftovers grouped into new buckets and re-matched in one more transaction.
-    Low-content leftovers take no part in grouping (counted in ``run.low_content``) but may
-    join a bucket afterwards. With ``singles`` (the no-model path; the model path proposes its
-    own buckets), a leftover with no partner and `cluster.single_chunk_words` words founds one.
-    """
-    ctx, ledger, settings = run.ctx, run.ledger, run.ctx.settings.cluster
+def _join_buckets(run: ClusterPass, pending: Pending) -> tuple[Pending, str | None]:
+    """Each chunk into its nearest bucket, a transaction each; the chunks that fit none, and
+    why it stopped early (out of budget: the rest are left over untried)."""
     leftovers: Pending = []
-    stopped = None
     for n, (chunk_id, v) in enumerate(pending):
-        stopped = ctx.out_of_budget()
+        stopped = run.ctx.out_of_budget()
         if stopped:
-            leftovers += pending[n:]
-            return len(pending) - len(leftovers), len(leftovers), stopped
-        with ledger.transaction():
+            return leftovers + pending[n:], stopped
+        with run.ledger.transaction():
             joined = run.nearest(chunk_id, v)
         if joined:
             run.committed()
         else:
             leftovers.append((chunk_id, v))
+    return leftovers, None
+
+
+def _found_bucket(run: ClusterPass, members: Pending, vecs: np.ndarray, texts: list[str], titles: list[str],
+                  background: list[str], taken: set[str]) -> None:
+    """A new bucket for a group of chunks (``vecs`` their vectors, in order): named, described,
+    stored with its members; its name joins ``taken``."""
+    ctx, ledger = run.ctx, run.ledger
+    name = name_group(texts, background, taken, titles, similarity_to(ctx.embedder, unit_mean(vecs)),
+                      [run.project(cid) for cid, _ in members])
+    taken.add(name.casefold())
+    terms = keywords(texts, background, n=5, titles=titles)
+    desc = "Conversations about " + ", ".join(surface_form(t, texts) for t in terms) + "."
+    centroid = run.create(name, desc, vecs)
+    run.scripts[name] = run.script(members[0][0])
+    for cid, v in members:
+        ledger.assign(cid, name, float(v @ centroid), ctx.run_id)
+        run.count_project(cid, name)
+    run.sizes[name] = len(members)
+    ledger.upsert_bucket(name, desc, centroid.astype(float).tolist(), len(members))
+    log.info("new bucket %s from %d chunks", name, len(members))
+
+
+def assign_by_centroid(run: ClusterPass, pending: Pending, singles: bool = True) -> tuple[int, int, str | None]:
+    """The no-model path over `pending`; returns (assigned, still waiting, why it stopped).
+
+    One crash-safe sequence: nearest bucket per chunk (a transaction each), then the
+    leftovers grouped into new buckets and re-matched in one more transaction.
+    Low-content leftovers take no part in grouping (counted in ``run.low_content``) but may
+    join a bucket afterwards. With ``singles`` (the no-model path; the model path proposes its
+    own buckets), a leftover with no partner and `cluster.single_chunk_words` words founds one.
+    """
+    ctx, ledger, settings = run.ctx, run.ledger, run.ctx.settings.cluster
+    leftovers, stopped = _join_buckets(run, pending)
+    if stopped:
+        return len(pending) - len(leftovers), len(leftovers), stopped
     infos_all = {cid: ledger.chunk(cid) for cid, _ in leftovers}
     thin = [c for c in leftovers if is_low_content(infos_all[c[0]].text)]
     run.low_content += len(thin)
@@ -222,24 +249,9 @@ def assign_by_centroid(run: ClusterPass, pending: Pending, singles: bool = True)
                 discussion_words(texts[group[0]]) >= settings.single_chunk_words
             if len(group) < settings.min_support and not alone:
                 continue
-            group_texts = [texts[i] for i in group]
-            titles = [infos[i].conversation_title or "" for i in group]
-            name = name_group(group_texts, background, taken, titles,
-                              similarity_to(ctx.embedder, unit_mean(vecs[group])),
-                              [run.project(founders[i][0]) for i in group])
-            taken.add(name.casefold())
-            terms = keywords(group_texts, background, n=5, titles=titles)
-            desc = "Conversations about " + ", ".join(surface_form(t, group_texts) for t in terms) + "."
-            centroid = run.create(name, desc, vecs[group])
-            run.scripts[name] = run.script(founders[group[0]][0])
-            for i in group:
-                cid, v = leftovers[i]
-                ledger.assign(cid, name, float(v @ centroid), ctx.run_id)
-                run.count_project(cid, name)
-            run.sizes[name] = len(group)
-            ledger.upsert_bucket(name, desc, centroid.astype(float).tolist(), len(group))
+            _found_bucket(run, [founders[i] for i in group], vecs[group], [texts[i] for i in group],
+                          [infos[i].conversation_title or "" for i in group], background, taken)
             grouped |= set(group)
-            log.info("new bucket %s from %d chunks", name, len(group))
         # Chunks left alone may belong to a bucket born in this very pass.
         rest = [c for i, c in enumerate(leftovers) if i not in grouped]
         waiting = [c for c in rest if not run.nearest(*c)]

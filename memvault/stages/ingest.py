@@ -22,22 +22,24 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
+from typing import Any
 
 from memvault.files import storable_path
 from memvault.ids import conv_ref
 from memvault.models import Conversation, LineError
 from memvault.progress import Progress, current
 from memvault.settings import Settings
+from memvault.sources.base import ParseResult
 from memvault.sources.caps import Caps, limits
 from memvault.stages.context import StageContext
 from memvault.stages.ingest_batches import MAX_MESSAGE_CHARS, TRUNCATED, IngestResult
 from memvault.stages.ingest_batches import Batches as _Batches
+from memvault.sources.kinds import EXPORT_KINDS, FILE_KINDS, RESUMING_KINDS, listed
 from stores.ledger import Ledger
 from stores.rows import Watermark
 
 log = logging.getLogger(__name__)
 
-JSONL_KINDS = {"claude-code", "codex", "pi"}
 SUFFIXES = {".jsonl", ".json", ".zip"}  # .zip: ChatGPT and claude.ai exports as downloaded
 WINDOW = 64 * 1024
 SLICE_BYTES = 4 * 1024 * 1024  # a slice of a big file: what one parse holds in memory
@@ -155,20 +157,16 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
     of memvault's own prompts (memvault.selfcalls). Returns the file's run, whose counts are
     complete once the batches are flushed (None when nothing was read).
 
-    Long because it is the one loop over a file's slices: each slice's parse, redaction,
-    watermark and batch hand-off must stay together so a crash resumes at a slice boundary.
+    One loop over a file's slices: each slice's parse, redaction, watermark and batch
+    hand-off stay together so a crash resumes at a slice boundary.
     """
-    from memvault.redact import redact, redact_json
-    from memvault.sources import detect_format, parse_file
-    from memvault.sources.export import EXPORT_KINDS, export_slices
+    from memvault.redact import redact_json
+    from memvault.sources import detect_format
+    from memvault.sources.export import export_slices
 
     st = path.stat()  # one stat serves the folder check and the watermark comparison
-    if S_ISDIR(st.st_mode):
-        result.errors.append(LineError(file=str(path), error=f"{path} is a directory, not a transcript file — skipped"))
-        return None
-    if not S_ISREG(st.st_mode):
-        result.errors.append(LineError(file=str(path), error=f"{path} is not a regular file (a FIFO, socket or "
-                                       "device) — skipped; only regular files are read"))
+    if (not_a_file := _not_a_file(path, st.st_mode)) is not None:
+        result.errors.append(not_a_file)
         return None
     key = key or storable_path(str(path.resolve()))
     if mark and mark.size == st.st_size and mark.mtime == st.st_mtime:
@@ -178,30 +176,19 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
         return None
     kind = mark.kind if mark else (kind_hint if kind_hint != "auto" else detect_format(path))
     if kind is None:
-        result.errors.append(LineError(file=str(path), error="not a transcript memvault recognizes (claude-code, codex, pi, chatgpt or claude-ai) — skipped"))
+        result.errors.append(LineError(file=str(path), error=f"not a transcript memvault recognizes ({listed(FILE_KINDS)}) — skipped"))
         return None
-    offset, state = 0, None
-    if mark and kind in JSONL_KINDS and st.st_size >= mark.byte_offset > 0 \
-            and prefix_hash(path, mark.byte_offset) == mark.prefix_hash:
-        stored = ledger.watermark(key)  # the bulk lookup left the parser state out
-        offset, state = mark.byte_offset, stored.state if stored else None
+    offset, state = _resume_point(ledger, path, key, kind, mark, st.st_size)
     run = _FileRun(settings, result, set((state or {}).get(OWN_KEY, [])), own_prompts)
     result.files_changed += 1
     # An export (plain or zipped) is streamed in slices of one pass; JSONL resumes per slice.
     stream = export_slices(path, kind, slice_bytes) if kind in EXPORT_KINDS else None
     while True:
-        if stream is None:
-            # `kind` is a SourceKind once discovery detected it (a str in the watermark row).
-            parsed = parse_file(path, kind, offset, state, max_bytes=slice_bytes)  # type: ignore[arg-type]
-            more = parsed.end_offset - offset >= slice_bytes  # stopped at the slice limit, not at the end
-        else:
-            parsed, more = next(stream)
+        parsed, more = next(stream) if stream is not None else _parse_slice(path, kind, offset, state, slice_bytes)
         consumed = max(parsed.end_offset - offset, 0)
         result.errors.extend(parsed.errors)
         slice_errors = (offset == 0, list(parsed.errors))
-        for name, n in parsed.skipped_types.items():
-            name = redact(name)[0]  # a "type" value of the transcript, echoed in the run report
-            result.skipped_types[name] = result.skipped_types.get(name, 0) + n
+        _count_skipped(result, parsed.skipped_types)
         conversations = run.prepare(parsed.conversations)
         # Parser state is stored in the ledger too, and may quote message text (a title, an
         # assistant message being merged): it is redacted like the messages themselves.
@@ -219,6 +206,45 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
             break
         offset, state = end, new_state
     return run
+
+
+def _not_a_file(path: Path, mode: int) -> LineError | None:
+    """Why ``path`` (of stat ``mode``) is not read: a folder, a FIFO, socket or device."""
+    if S_ISDIR(mode):
+        return LineError(file=str(path), error=f"{path} is a directory, not a transcript file — skipped")
+    if not S_ISREG(mode):
+        return LineError(file=str(path), error=f"{path} is not a regular file (a FIFO, socket or "
+                         "device) — skipped; only regular files are read")
+    return None
+
+
+def _resume_point(ledger: Ledger, path: Path, key: str, kind: str, mark: Watermark | None,
+                  size: int) -> tuple[int, dict[str, Any] | None]:
+    """Offset and parser state to read on from: the watermark's when the file was appended to
+    (same prefix), else the start."""
+    if mark and kind in RESUMING_KINDS and size >= mark.byte_offset > 0 \
+            and prefix_hash(path, mark.byte_offset) == mark.prefix_hash:
+        stored = ledger.watermark(key)  # the bulk lookup left the parser state out
+        return mark.byte_offset, stored.state if stored else None
+    return 0, None
+
+
+def _parse_slice(path: Path, kind: str, offset: int, state: dict[str, Any] | None,
+                 slice_bytes: int) -> tuple[ParseResult, bool]:
+    """One JSONL slice from ``offset``, and whether it stopped at the slice limit (more to read)."""
+    from memvault.sources import parse_file
+
+    # `kind` is a SourceKind once discovery detected it (a str in the watermark row).
+    parsed = parse_file(path, kind, offset, state, max_bytes=slice_bytes)  # type: ignore[arg-type]
+    return parsed, parsed.end_offset - offset >= slice_bytes
+
+
+def _count_skipped(result: IngestResult, skipped: dict[str, int]) -> None:
+    from memvault.redact import redact
+
+    for name, n in skipped.items():
+        name = redact(name)[0]  # a "type" value of the transcript, echoed in the run report
+        result.skipped_types[name] = result.skipped_types.get(name, 0) + n
 
 
 def configured_roots(settings: Settings) -> list[tuple[str, Path]]:
