@@ -185,5 +185,6 @@ def test_live_prompt_defaults_are_the_gates() -> None:
 
     live, gate = LiveSettings(), GateParams()
     assert (live.prompt_min_words, live.prompt_coverage_weight, live.prompt_min_evidence, live.prompt_min_cos,
-            live.prompt_min_margin) == tuple(gate)
+            live.prompt_min_margin) == (gate.min_words, gate.w_coverage, gate.min_evidence, gate.min_cos,
+                                        gate.min_margin)
     assert live.prompt_timeout_s == SERVE_TIMEOUT_S
