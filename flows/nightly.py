@@ -89,7 +89,7 @@ def execute(options: RunOptions, progress: Progress | None = None, engine: Engin
     settings = options.settings()
     stages = select_stages(options.only, options.from_stage, options.until_stage)
     if options.dry_run:
-        return dry_run_plan(settings, options.since, options.extra_paths(), stages)
+        return dict(dry_run_plan(settings, options.since, options.extra_paths(), stages))
     with running(settings, stages, writes_vault=bool(set(stages) & VAULT_STAGES), paths=options.extra_paths(),
                  since=options.since, model=options.model, engine=engine) as run:
         run_stages(run, stages, progress)

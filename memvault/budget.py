@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from memvault.engines.base import Completion
 from memvault.errors import UsageError
 
@@ -78,13 +80,24 @@ class Budget:
                 "calls": self.calls, "stopped": self.stopped, "model_calls": self.model_calls()}
 
 
-def progress(left: dict[str, int], done: dict[str, int], seconds: dict[str, float]) -> dict[str, Any]:
+class StageProgress(TypedDict):
+    left: int
+    done: int
+    units_per_second: float | None
+
+
+class Progress(TypedDict):
+    stages: dict[str, StageProgress]
+    estimated_runs_to_finish: int | None
+
+
+def progress(left: dict[str, int], done: dict[str, int], seconds: dict[str, float]) -> Progress:
     """How much is left per stage, the rate this run, and the runs needed at that rate.
 
     `left[stage]` units wait, `done[stage]` were done this run in `seconds[stage]`. A stage
     with work left and nothing done this run makes the estimate unknown (None).
     """
-    stages: dict[str, Any] = {}
+    stages: dict[str, StageProgress] = {}
     runs: list[float] = []
     unknown = False
     for stage in left:

@@ -18,6 +18,7 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ def spool_dir(state_dir: Path) -> Path:
     return state_dir / SPOOL
 
 
-def append(state_dir: Path, entry: dict[str, Any]) -> Path:
+def append(state_dir: Path, entry: Mapping[str, object]) -> Path:
     """Add ``entry`` to the spool (atomically: written aside, then renamed); returns its file."""
     folder = spool_dir(state_dir)
     folder.mkdir(parents=True, exist_ok=True)

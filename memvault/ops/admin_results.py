@@ -5,9 +5,13 @@ Like `memvault.ops.results` (what the doors share to read memory), each is a ``T
 report is the JSON `--json` prints, key for key.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import NotRequired, TypedDict
+
+if TYPE_CHECKING:
+    from memvault.budget import StageProgress
+    from memvault.ops.results import MachineFiles
 
 
 # -- maintenance steps (memvault.ops.maintenance; the `maintenance` flow's report) ------------
@@ -270,3 +274,69 @@ class CheckOut(TypedDict):
     state: str
     detail: str
     fix: str
+
+
+# -- the run's plan and backlog (`run --dry-run --json`; the run report's `backlog`) ------------
+class DryRunPlan(TypedDict):
+    """What a run would process and the model calls it would make (`run --dry-run`)."""
+
+    dry_run: bool
+    stages: list[str]
+    engine: str
+    since: str | None
+    transcript_files_changed: int
+    transcript_files_seen: NotRequired[int]
+    conversations_to_chunk: int
+    chunks_to_cluster: int
+    buckets_to_synthesize: dict[str, int]
+    estimated_model_calls: dict[str, int]
+    note: NotRequired[str]
+
+
+class Backlog(TypedDict):
+    """What a run left (`memvault.budget.progress`'s figures, and the counts behind them)."""
+
+    stages: dict[str, "StageProgress"]
+    estimated_runs_to_finish: int | None
+    conversations_left: int
+    chunks_unassigned: int
+    chunks_waiting_for_material: int
+    buckets_pending: int
+    chunks_pending: int
+
+
+# -- the capture hook's spool entry (memvault.ops.capture.entry_for) ----------------------------
+class SpoolEntry(TypedDict):
+    """One hook event waiting in the spool: a transcript to read again, or (Codex's notify
+    hook) the configured sources to look at."""
+
+    op: str
+    source: str
+    path: NotRequired[str]
+    session_id: NotRequired[str | None]
+    cwd: str | None
+    event: str | None
+
+
+# -- a hub's record of who sent which session (memvault.ops.hub_inbox) --------------------------
+class SentFrom(TypedDict):
+    path: str
+    first: float
+
+
+class SessionSenders(TypedDict):
+    machines: dict[str, SentFrom]
+
+
+class HubStatus(TypedDict):
+    """`GET /v1/status`: the hub's API version, clock, home, spool and drainer, and its machines."""
+
+    api: int
+    time: float
+    home: str
+    write: bool
+    max_capture_bytes: int
+    spool: int
+    drainer: str
+    machines: dict[str, "MachineFiles"]
+    sessions_from_several_machines: int

@@ -27,7 +27,7 @@ from memvault.hub_wire import hub_table
 from memvault.sources.kinds import CAPTURE_KINDS
 
 if TYPE_CHECKING:  # the capture hook imports nothing it does not run
-    from memvault.ops.admin_results import CaptureResult
+    from memvault.ops.admin_results import CaptureResult, SpoolEntry
 
 KINDS = CAPTURE_KINDS
 
@@ -39,7 +39,7 @@ def resolve_home(home: str | None) -> Path:
     return Path(raw).expanduser().resolve()
 
 
-def entry_for(payload: Any, source: str) -> dict[str, Any]:
+def entry_for(payload: Any, source: str) -> "SpoolEntry":
     """The spool entry for one hook payload; ``ValueError`` says why a payload is unusable."""
     if not isinstance(payload, dict):
         raise ValueError(f"hook payload is {type(payload).__name__}, not a JSON object")

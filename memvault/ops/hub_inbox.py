@@ -31,6 +31,7 @@ from typing import Any
 from memvault import spool
 from memvault.errors import UsageError
 from memvault.files import atomic_write_text
+from memvault.ops.admin_results import SessionSenders
 from memvault.ops.results import CaptureStored, MachineFiles, MachinesSummary
 from memvault.sources.kinds import CAPTURE_KINDS
 
@@ -177,7 +178,7 @@ def _attribute(home: Path, capture: Capture) -> list[str]:
     return sorted(machines)
 
 
-def read_sessions(home: Path) -> dict[str, Any]:
+def read_sessions(home: Path) -> dict[str, SessionSenders]:
     """``{"<kind>:<session>": {"machines": {name: {"path", "first"}}}}`` — who sent what."""
     try:
         data = json.loads((home / ".memvault" / SESSIONS).read_text(encoding="utf-8"))

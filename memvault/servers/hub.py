@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from memvault import spool
 from memvault.errors import MemvaultError, UsageError
+from memvault.ops.admin_results import HubStatus
 from memvault.ops.results import (CaptureStored, Node, NoteResult, PromptRecallAnswer, Recall, SearchResult, Section,
                                    TimelineNode)
 from memvault.servers import SharedService
@@ -101,7 +102,7 @@ def hub_routes(shared: SharedService, write: bool) -> list[Route]:
         text = _field(body, "prompt", str, "")
         return shared.call(lambda s: prompt_block(s, text, _field(body, "cwd", str), _field(body, "session_id", str)))
 
-    def status(body: Any) -> Any:
+    def status(body: Any) -> HubStatus:
         return _status(settings, write)
 
     def brief(body: Any) -> Any:
@@ -139,7 +140,7 @@ def _route(path: str, method: str, work: Callable[[Any], Any], limit: int = JSON
     return Route(path, handler, methods=[method])
 
 
-def _status(settings: Settings, write: bool) -> dict[str, object]:
+def _status(settings: Settings, write: bool) -> HubStatus:
     """``/v1/status``: the hub's API version, clock, home, spool and drainer, and its machines."""
     from memvault.ops.hub_inbox import machines_summary
 
