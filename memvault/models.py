@@ -65,3 +65,37 @@ class LineError(BaseModel):
         from memvault.redact import redact_message
 
         return redact_message(value)
+
+
+def redact_conversation(
+    conv: Conversation, extra_patterns: dict[str, str] | None = None
+) -> tuple[Conversation, dict[str, int]]:
+    """A copy of ``conv`` with its title, project and every message redacted, and the total counts.
+
+    The project is a working directory or a name the user typed (`note --project`): text
+    from outside like the rest, so it is redacted like the rest.
+    """
+    from memvault.redact import redact  # the rules compile on first use: the hook path stays light
+
+    totals: dict[str, int] = {}
+
+    def add(counts: dict[str, int]) -> None:
+        for kind, n in counts.items():
+            totals[kind] = totals.get(kind, 0) + n
+
+    title, counts = redact(conv.title, extra_patterns)
+    add(counts)
+    project = conv.project
+    if project:
+        project, counts = redact(project, extra_patterns)
+        add(counts)
+    messages = []
+    for message in conv.messages:
+        text, counts = redact(message.text, extra_patterns)
+        if counts:
+            add(counts)
+            message = message.model_copy(update={"text": text})
+        # else the message is shared with ``conv``: nothing in it changed, and copying every
+        # message of every ingested conversation cost more than finding the secrets.
+        messages.append(message)
+    return conv.model_copy(update={"title": title, "project": project, "messages": messages}), totals

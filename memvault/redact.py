@@ -12,18 +12,14 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memvault.errors import ConfigError
 from memvault.redact_rules import (
     ALWAYS, DEFAULT_PATTERNS, FILTERS, GATE_ESCAPED, GATE_FRAGMENTS, GATE_UNICODE, IMPLIED, LONG_RUN, RULES_BY_TRIGGER,
     TRIGGER_SCAN, TRIGGERS,
 )
 
-if TYPE_CHECKING:  # models import this module (LineError redacts its message)
-    from memvault.models import Conversation
-
-__all__ = ["DEFAULT_PATTERNS", "PLACEHOLDER", "TRIGGERS", "redact", "redact_conversation", "redact_json"]
+__all__ = ["DEFAULT_PATTERNS", "PLACEHOLDER", "TRIGGERS", "redact", "redact_json"]
 
 PLACEHOLDER = "[REDACTED:{kind}]"
 
@@ -55,9 +51,9 @@ def _compile(name: str, pattern: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
     except re.error as exc:
-        raise ConfigError(
-            f"redaction pattern {name!r} is not a valid regular expression ({exc}); fix it in memvault.toml"
-        ) from exc
+        # memvault.toml's patterns are checked when the settings load (a ConfigError there); this
+        # names a bad one passed in directly.
+        raise ValueError(f"redaction pattern {name!r} is not a valid regular expression ({exc})") from exc
 
 
 def redact(text: str, extra_patterns: dict[str, str] | None = None) -> tuple[str, dict[str, int]]:
@@ -94,38 +90,6 @@ def redact(text: str, extra_patterns: dict[str, str] | None = None) -> tuple[str
         if found:
             counts[name] = counts.get(name, 0) + found
     return text, counts
-
-
-def redact_conversation(
-    conv: "Conversation", extra_patterns: dict[str, str] | None = None
-) -> tuple["Conversation", dict[str, int]]:
-    """A copy of ``conv`` with its title, project and every message redacted, and the total counts.
-
-    The project is a working directory or a name the user typed (`note --project`): text
-    from outside like the rest, so it is redacted like the rest.
-    """
-    totals: dict[str, int] = {}
-
-    def add(counts: dict[str, int]) -> None:
-        for kind, n in counts.items():
-            totals[kind] = totals.get(kind, 0) + n
-
-    title, counts = redact(conv.title, extra_patterns)
-    add(counts)
-    project = conv.project
-    if project:
-        project, counts = redact(project, extra_patterns)
-        add(counts)
-    messages = []
-    for message in conv.messages:
-        text, counts = redact(message.text, extra_patterns)
-        if counts:
-            add(counts)
-            message = message.model_copy(update={"text": text})
-        # else the message is shared with ``conv``: nothing in it changed, and copying every
-        # message of every ingested conversation cost more than finding the secrets.
-        messages.append(message)
-    return conv.model_copy(update={"title": title, "project": project, "messages": messages}), totals
 
 
 def redact_message(text: str) -> str:

@@ -12,6 +12,7 @@ top-level keys of memvault.toml are checked by :mod:`memvault.settings_file`.
 """
 
 import os
+import re
 from contextvars import ContextVar
 from datetime import time
 from pathlib import Path
@@ -49,6 +50,13 @@ class SourceSettings(Section):
     path: str = Field(description="File or folder to read; `~` is expanded")
 
 
+def _check_regex(pattern: str, what: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"{what} is not a valid regular expression ({exc})") from exc
+
+
 class IngestSettings(Section):
     """How transcripts are read and cleaned before anything is stored."""
 
@@ -58,6 +66,20 @@ class IngestSettings(Section):
     low_value_patterns: list[str] = Field(
         default_factory=list, description="Extra regexes for acknowledgements left out of chunking"
     )
+    @field_validator("redact_patterns")
+    @classmethod
+    def _valid_redact_patterns(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, pattern in value.items():
+            _check_regex(pattern, f"redaction pattern {name!r}")
+        return value
+
+    @field_validator("low_value_patterns")
+    @classmethod
+    def _valid_low_value_patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            _check_regex(pattern, f"low-value pattern {pattern!r}")
+        return value
+
     max_string_bytes: int = Field(
         default=1 << 20, ge=1024,
         description="Longest JSON string (a message) read from a transcript, in bytes; the rest is cut with a "

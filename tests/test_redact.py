@@ -4,7 +4,8 @@ import pytest
 
 from memvault.errors import ConfigError
 from memvault.models import Conversation, Message
-from memvault.redact import DEFAULT_PATTERNS, redact, redact_conversation
+from memvault.models import redact_conversation
+from memvault.redact import DEFAULT_PATTERNS, redact
 
 ANTHROPIC = "sk-ant-api03-" + "Ab3_x-Yz9Q" * 8 + "kLmN0pQrStUvWxY" + "AA"
 PRIVATE_KEY = (
@@ -67,8 +68,17 @@ def test_extra_patterns_and_bad_pattern() -> None:
     text, counts = redact("ticket ACME-SECRET-42 and ACME-SECRET-7", {"acme": r"ACME-SECRET-\d+"})
     assert text == "ticket [REDACTED:acme] and [REDACTED:acme]" and counts == {"acme": 2}
     assert redact(text, {"acme": r"ACME-SECRET-\d+"}) == (text, {})
-    with pytest.raises(ConfigError, match="broken"):
+    with pytest.raises(ValueError, match="broken"):
         redact("x", {"broken": "("})
+
+
+def test_a_bad_pattern_in_the_settings_is_named_when_they_load(tmp_path) -> None:
+    from memvault.settings import load_settings
+
+    with pytest.raises(ConfigError, match="broken.*not a valid regular expression"):
+        load_settings(tmp_path, ingest={"redact_patterns": {"broken": "("}})
+    with pytest.raises(ConfigError, match="not a valid regular expression"):
+        load_settings(tmp_path, ingest={"low_value_patterns": ["(ok"]})
 
 
 def test_redact_conversation_counts_title_and_messages() -> None:

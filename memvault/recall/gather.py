@@ -18,13 +18,11 @@ the weights (what ``score_head``'s bound counts).
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from memvault.recall.candidate import Candidate
 from memvault.recall.query import content_terms, exact_tokens, hop_terms, speaker
 from memvault.recall.weights import ScoringWeights
 
-if TYPE_CHECKING:  # scoring imports this module
-    from memvault.recall.scoring import Candidate
 
 BONUSES = ("hop_bonus", "session_bonus", "cover_bonus", "speaker_bonus")
 
@@ -50,7 +48,7 @@ def max_bonus(g: Gathering, w: ScoringWeights) -> float:
             + max(w.w_cover, 0.0) * bool(g.query_idf) + max(w.w_speaker, 0.0) * bool(g.names))
 
 
-def gather(hits: Mapping[str, "Candidate"], bases: Mapping[str, float], query: str | None,
+def gather(hits: Mapping[str, Candidate], bases: Mapping[str, float], query: str | None,
            w: ScoringWeights) -> Gathering:
     """The cross-hit view of one query's hits, ``bases`` their base scores."""
     g = Gathering()
@@ -85,7 +83,7 @@ def gather(hits: Mapping[str, "Candidate"], bases: Mapping[str, float], query: s
     return g
 
 
-def bonuses(c: "Candidate", g: Gathering, w: ScoringWeights) -> dict[str, float]:
+def bonuses(c: Candidate, g: Gathering, w: ScoringWeights) -> dict[str, float]:
     """The gathered terms of one node (a hit or a lifted node), each weight × a share in [0, 1]."""
     terms = content_terms(c.text) if (g.hop or g.query_idf) else set()
     hop = 0.0

@@ -18,8 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from memvault.errors import (AmbiguousIdError, IndexMismatchError, LedgerBusy, MemvaultError, NotFoundError,
-                             UsageError)
+from memvault.errors import MemvaultError, UsageError
 from memvault.hub_wire import is_loopback
 from memvault.ops.memory import MemoryService
 from memvault.ops.prompt_recall import prompt_block
@@ -27,6 +26,7 @@ from memvault.ops.results import ArticleHtml, Health
 from memvault.servers import SharedService
 from memvault.servers.auth import Guard, host_of
 from memvault.servers.hub import hub_routes
+from memvault.servers.responses import error_response
 
 __all__ = ["build_app", "check_bind", "host_of", "is_loopback", "serve"]
 
@@ -81,18 +81,6 @@ def _scope(request: Request) -> Any:
 def _cwd(request: Request) -> str | None:
     """Where the caller works (``cwd``): that project's nodes get the project prior."""
     return request.query_params.get("cwd") or None
-
-
-def _error(status: int, exc: Exception) -> JSONResponse:
-    return JSONResponse({"error": str(exc), "type": type(exc).__name__}, status_code=status)
-
-
-def error_response(exc: MemvaultError) -> JSONResponse:
-    """The JSON error for a failed call: 404, 400 misuse, 409 ambiguous, 503 busy or stale, else 500."""
-    status = (404 if isinstance(exc, NotFoundError) else 400 if isinstance(exc, UsageError)
-              else 409 if isinstance(exc, AmbiguousIdError) else 503 if isinstance(exc, (IndexMismatchError, LedgerBusy))
-              else 500)
-    return _error(status, exc)
 
 
 def build_app(shared: SharedService, allowed_hosts: tuple[str, ...] = (), token: str | None = None) -> Starlette:

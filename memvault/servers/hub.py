@@ -26,6 +26,7 @@ from memvault.ops.admin_results import HubStatus
 from memvault.ops.results import (CaptureStored, Node, NoteResult, PromptRecallAnswer, Recall, SearchResult, Section,
                                    TimelineNode)
 from memvault.servers import SharedService
+from memvault.servers.responses import error_response
 from memvault.settings import Settings
 
 API_VERSION = 1
@@ -121,8 +122,6 @@ def hub_routes(shared: SharedService, write: bool) -> list[Route]:
 
 def _route(path: str, method: str, work: Callable[[Any], Any], limit: int = JSON_CAP) -> Route:
     """A route that runs ``work`` on the request's JSON body in a thread; errors as JSON."""
-    from memvault.servers.http import error_response
-
     async def handle(request: Request) -> JSONResponse:
         try:
             body = await read_json(request, limit) if method == "POST" else {}

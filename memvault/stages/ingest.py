@@ -96,7 +96,7 @@ class _FileRun:
     def prepare(self, conversations: list[Conversation]) -> list[Conversation]:
         """Drop memvault's own conversations; strip injected blocks, mark noise, redact."""
         from memvault.noise import conversation_title, is_own_conversation, mark_low_value, mark_noise, strip_memory_blocks
-        from memvault.redact import redact_conversation
+        from memvault.models import redact_conversation
 
         ingest = self.settings.ingest
         out: list[Conversation] = []
