@@ -6,8 +6,8 @@ a Markdown artifact (key "memvault-maintenance-report") and a progress artifact 
 """
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from prefect import flow, get_run_logger, task
@@ -16,7 +16,6 @@ from prefect.cache_policies import NONE
 from pydantic import BaseModel, Field, field_validator
 
 from memvault.ops import maintenance as ops
-from memvault.ops import admin_results as ops_results
 from memvault.ops.home import require_home
 from memvault.ops.session import Session, writing
 from memvault.settings import Settings, load_settings
@@ -43,46 +42,46 @@ class MaintenanceOptions(BaseModel):
         return value
 
 
-@task(name="merge-duplicates", cache_policy=NONE)
-def merge_task(nodes: NodeIndex, settings: Settings) -> ops_results.Merged:
-    out = ops.merge_duplicates(nodes, settings.index.duplicate_similarity)
-    get_run_logger().info("merged %d near-duplicate node(s)", out["merged"])
-    return out
+# Each step: its task name, what it does (a pure function of memvault/ops/maintenance.py over
+# the step's inputs) and the log line its result makes.
+Work = Callable[["StepInputs"], Mapping[str, Any]]
 
 
-@task(name="rebuild-edges", cache_policy=NONE)
-def edges_task(nodes: NodeIndex, settings: Settings) -> ops_results.EdgesRebuilt:
-    out = ops.rebuild_edges(nodes, settings.index.similar_threshold, settings.index.max_similar)
-    get_run_logger().info("similar edges: %d before, %d after the full rebuild", out["edges_before"], out["edges_after"])
-    return out
+class StepInputs(NamedTuple):
+    session: Session
+    nodes: NodeIndex | None  # None before the first run built the index
+    settings: Settings
+    margin_hours: float
+
+    def node_index(self) -> NodeIndex:
+        assert self.nodes is not None  # the flow skips the index steps without an index
+        return self.nodes
 
 
-@task(name="age-tiers", cache_policy=NONE)
-def tiers_task(nodes: NodeIndex, settings: Settings) -> ops_results.Tiered:
-    out = ops.age_tiers(nodes, settings.index.cold_after_days)
-    get_run_logger().info("%d node(s) moved to the cold tier (full text only)", out["cold"])
-    return out
+STEP_WORK: dict[str, tuple[str, Work, Callable[[Mapping[str, Any]], str]]] = {
+    "merge": ("merge-duplicates", lambda s: ops.merge_duplicates(s.node_index(), s.settings.index.duplicate_similarity),
+              lambda out: f"merged {out['merged']} near-duplicate node(s)"),
+    "edges": ("rebuild-edges",
+              lambda s: ops.rebuild_edges(s.node_index(), s.settings.index.similar_threshold, s.settings.index.max_similar),
+              lambda out: f"similar edges: {out['edges_before']} before, {out['edges_after']} after the full rebuild"),
+    "tiers": ("age-tiers", lambda s: ops.age_tiers(s.node_index(), s.settings.index.cold_after_days),
+              lambda out: f"{out['cold']} node(s) moved to the cold tier (full text only)"),
+    "compact": ("compact-index", lambda s: ops.compact(s.node_index(), s.margin_hours),
+                lambda out: f"index compacted; versions kept per table: {out['versions_left']}"),
+    "retire": ("retire-indexes", lambda s: ops.retire_old_indexes(s.session, s.margin_hours),
+               lambda out: f"retired index directories: {', '.join(out['retired_indexes']) or 'none'}"),
+    "checkpoint": ("checkpoint-ledger", lambda s: ops.checkpoint_ledger(s.session),
+                   lambda out: "ledger checkpointed" if out["checkpointed"] else ""),
+}
 
 
-@task(name="compact-index", cache_policy=NONE)
-def compact_task(nodes: NodeIndex, margin_hours: float) -> ops_results.Compacted:
-    out = ops.compact(nodes, margin_hours)
-    get_run_logger().info("index compacted; versions kept per table: %s", out["versions_left"])
-    return out
-
-
-@task(name="retire-indexes", cache_policy=NONE)
-def retire_task(session: Session, margin_hours: float) -> ops_results.Retired:
-    out = ops.retire_old_indexes(session, margin_hours)
-    get_run_logger().info("retired index directories: %s", ", ".join(out["retired_indexes"]) or "none")
-    return out
-
-
-@task(name="checkpoint-ledger", cache_policy=NONE)
-def checkpoint_task(session: Session) -> ops_results.Checkpointed:
-    out = ops.checkpoint_ledger(session)
-    if out["checkpointed"]:
-        get_run_logger().info("ledger checkpointed")
+@task(name="maintenance-step", cache_policy=NONE)
+def step_task(name: str, inputs: StepInputs) -> Mapping[str, Any]:
+    """One step, run and logged (``cache_policy=NONE``: the inputs hold live handles)."""
+    _, work, says = STEP_WORK[name]
+    out = work(inputs)
+    if line := says(out):
+        get_run_logger().info("%s", line)
     return out
 
 
@@ -109,21 +108,11 @@ def maintenance(options: MaintenanceOptions = MaintenanceOptions()) -> dict[str,
         nodes = session.nodes() if any(s in steps for s in INDEX_STEPS) else None
         for done, name in enumerate(steps, start=1):
             t0 = time.perf_counter()
-            out: Mapping[str, object]  # one step's typed result (memvault.ops.results)
+            out: Mapping[str, object]  # one step's typed result (memvault.ops.admin_results)
             if name in INDEX_STEPS and nodes is None:
                 out = {"skipped": "no node index yet"}
-            elif nodes is not None and name == "merge":
-                out = merge_task(nodes, settings)
-            elif nodes is not None and name == "edges":
-                out = edges_task(nodes, settings)
-            elif nodes is not None and name == "tiers":
-                out = tiers_task(nodes, settings)
-            elif nodes is not None and name == "compact":
-                out = compact_task(nodes, margin)
-            elif name == "retire":
-                out = retire_task(session, margin)
             else:
-                out = checkpoint_task(session)
+                out = step_task.with_options(name=STEP_WORK[name][0])(name, StepInputs(session, nodes, settings, margin))
             report["steps"][name] = {**out, "seconds": round(time.perf_counter() - t0, 3)}
             update_progress_artifact(progress, 100.0 * done / len(steps), description=f"{name} done")
     create_markdown_artifact(report_markdown(report), key="memvault-maintenance-report",
