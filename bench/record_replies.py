@@ -42,6 +42,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from memvault.engines.base import Call, Completion, Engine
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -93,7 +95,7 @@ def hf_folder(target: Path) -> Path:
     return target
 
 
-class TransformersEngine:
+class TransformersEngine(Engine):
     """SmolLM2 on CPU torch behind memvault's engine interface, with the mlx engine's chat template."""
 
     name = "transformers"
@@ -110,12 +112,10 @@ class TransformersEngine:
         self.constrained = constrained
         self._vocab: Any = None
 
-    def complete(self, system: str, prompt: str, *, max_tokens: int, json_schema: dict[str, Any] | None = None,
-                 cache_prefix: str | None = None) -> Any:
+    def answer(self, call: Call) -> Completion:
         import torch
 
-        from memvault.engines.base import Completion
-
+        system, prompt, max_tokens, json_schema = call.system, call.prompt, call.max_tokens, call.json_schema
         # As memvault.engines.mlx.render_prompt renders it for a tokenizer with a chat template,
         # and encodes it (the template writes the special tokens itself).
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
@@ -170,31 +170,31 @@ class _TorchConstraint:
         return out
 
 
-class Recorder:
+class Recorder(Engine):
     """Wraps an engine: caps each call's output, records it, and rewrites the fixture after every call."""
 
-    def __init__(self, inner: Any, meta: dict[str, Any], out: Path) -> None:
+    def __init__(self, inner: Engine, meta: dict[str, Any], out: Path) -> None:
         self.inner, self.meta, self.out = inner, meta, out
         self.name = "smollm2"
         self.model: str | None = MODEL
         self.calls: list[dict[str, Any]] = []
         self.conversation: str | None = None
 
-    def complete(self, system: str, prompt: str, *, max_tokens: int, json_schema: dict[str, Any] | None = None,
-                 cache_prefix: str | None = None) -> Any:
+    def answer(self, call: Call) -> Completion:
+        system, prompt, max_tokens, json_schema, cache_prefix = call
         stage = next((s for marker, s in STAGE_OF.items() if marker in prompt), "other")
         budget = min(max_tokens, CAPS.get(stage, 128))
         done = self.inner.complete(system, prompt, max_tokens=budget, json_schema=json_schema,
                                    cache_prefix=cache_prefix)
-        call: dict[str, Any] = {"stage": stage}
+        record: dict[str, Any] = {"stage": stage}
         if self.conversation is not None:
-            call["conversation"] = self.conversation
-        call.update({"prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest()[:16],
+            record["conversation"] = self.conversation
+        record.update({"prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest()[:16],
                      "system_sha256": hashlib.sha256(system.encode()).hexdigest()[:16],
                      "retry": RETRY_MARK in prompt, "prompt_tokens": done.prompt_tokens, "max_tokens": max_tokens,
                      "recorded_cap": budget, "completion_tokens": done.completion_tokens,
                      "seconds": round(done.seconds, 1), "reply": done.text})
-        self.calls.append(call)
+        self.calls.append(record)
         self.save()
         print(f"  {stage} {self.conversation or ''}: {done.prompt_tokens} prompt tokens, {done.completion_tokens} "
               f"reply tokens, {done.seconds:.0f}s: {done.text[:100]!r}", flush=True)

@@ -7,7 +7,7 @@ pydantic model, retrying once with the validation error, and never raises on bad
 import json
 import logging
 import re
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -36,31 +36,6 @@ class Completion(BaseModel):
     seconds: float = Field(description="Wall time of the call.")
 
 
-@runtime_checkable
-class Engine(Protocol):
-    """A text-in, text-out model.
-
-    `cache_prefix`, when given, must be a leading part of `system` that many calls share
-    (the Meta context); engines that can reuse a prefilled KV cache for it do, others ignore
-    it. It never changes what the model sees, only how fast it sees it.
-    """
-
-    name: str
-    model: str | None
-
-    def complete(
-        self,
-        system: str,
-        prompt: str,
-        *,
-        max_tokens: int,
-        json_schema: dict[str, Any] | None = None,
-        cache_prefix: str | None = None,
-    ) -> Completion:
-        """Answer `prompt` under `system`; raise EngineError when the engine cannot answer."""
-        ...
-
-
 class Call(NamedTuple):
     """One `complete` call as the engine received it."""
 
@@ -71,8 +46,13 @@ class Call(NamedTuple):
     cache_prefix: str | None = None
 
 
-class EngineBase:
-    """The `Engine` signature written once: an engine subclasses this and implements `answer`."""
+class Engine:
+    """A text-in, text-out model: an engine subclasses this and implements `answer`.
+
+    `cache_prefix`, when given, must be a leading part of `system` that many calls share
+    (the Meta context); engines that can reuse a prefilled KV cache for it do, others ignore
+    it. It never changes what the model sees, only how fast it sees it.
+    """
 
     name: str
     model: str | None

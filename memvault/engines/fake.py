@@ -2,7 +2,7 @@
 
 from typing import Any, NamedTuple
 
-from memvault.engines.base import Call, Completion, EngineBase, EngineError, check_cache_prefix
+from memvault.engines.base import Call, Completion, Engine, EngineError, check_cache_prefix
 
 
 class FakeCall(NamedTuple):
@@ -13,7 +13,7 @@ class FakeCall(NamedTuple):
     kwargs: dict[str, Any]
 
 
-class FakeEngine(EngineBase):
+class FakeEngine(Engine):
     """Returns queued replies in order; a queued exception is raised instead.
 
     Token counts are whitespace word counts, so budgets behave plausibly in tests.

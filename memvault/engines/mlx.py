@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from memvault.engines.base import Call, Completion, EngineBase, EngineError, check_cache_prefix
+from memvault.engines.base import Call, Completion, Engine, EngineError, check_cache_prefix
 from memvault.engines.constrain import JsonConstraint, Node, TokenVocab, UnsupportedSchema, compile_schema
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def _common_prefix_len(a: list[int], b: list[int]) -> int:
     return n
 
 
-class MlxEngine(EngineBase):
+class MlxEngine(Engine):
     """mlx-lm in process. Thread-safe: one generation at a time."""
 
     name = "mlx"

@@ -1,9 +1,9 @@
 """The engine used when no model is available: stages take their no-model path."""
 
-from memvault.engines.base import Call, Completion, EngineBase, EngineError
+from memvault.engines.base import Call, Completion, Engine, EngineError
 
 
-class NoneEngine(EngineBase):
+class NoneEngine(Engine):
     """No model. Stages check `StageContext.uses_model` before calling it."""
 
     name = "none"

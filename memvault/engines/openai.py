@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import tenacity
 
-from memvault.engines.base import Call, Completion, EngineBase, EngineError, check_cache_prefix
+from memvault.engines.base import Call, Completion, Engine, EngineError, check_cache_prefix
 from memvault.engines.settings import JsonSchemaMode
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ def api_root(base_url: str) -> str:
     return root if root.endswith("/v1") else root + "/v1"
 
 
-class OpenAIEngine(EngineBase):
+class OpenAIEngine(Engine):
     """Chat completions over HTTP against an OpenAI-compatible server."""
 
     name = "openai"

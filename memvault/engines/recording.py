@@ -4,11 +4,11 @@ Wrapping at the one place engines are built (``make_engine(..., record_to=…)``
 call any stage makes is recorded, whichever engine answers it (memvault.selfcalls says why).
 """
 
-from memvault.engines.base import Call, Completion, Engine, EngineBase
+from memvault.engines.base import Call, Completion, Engine
 from memvault.selfcalls import SelfCallLog
 
 
-class RecordingEngine(EngineBase):
+class RecordingEngine(Engine):
     """Delegates to ``inner``; records ``system`` and ``prompt`` of every call before making it."""
 
     def __init__(self, inner: Engine, log: SelfCallLog) -> None:
