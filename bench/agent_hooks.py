@@ -88,7 +88,7 @@ def median(cmd: list[str], stdin: str, reps: int) -> float:
 
 def threshold_study(home: Path) -> dict[str, list[float]]:
     from memvault.ops.memory import MemoryService
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     service = MemoryService(load_settings(home))
     out: dict[str, list[float]] = {}
@@ -160,7 +160,7 @@ def capture_to_searchable(home: Path, reps: int, found: Callable[[str], bool]) -
 
 
 def spool_busy(home: Path) -> bool:
-    from memvault import spool
+    from memvault.live import spool
 
     state = home / ".memvault"
     return bool(spool.pending(state)) or (spool.serve_info(state) is None and spool.drainer_running(state))

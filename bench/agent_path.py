@@ -68,7 +68,7 @@ def build_synthetic_home(n: int, where: Path) -> Path:
 
     from memvault.embeddings import DIM, MODEL_NAME
     from memvault.ops.home import init_home
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.location import index_uri
     from stores.nodes import NodeIndex
 
@@ -134,7 +134,7 @@ def warm_recall(home: Path, reps: int) -> dict[str, float]:
         server.wait(timeout=30)
 
 
-NAMED_IMPORTS = ("memvault.cli", "memvault.settings", "memvault.ops.memory", "stores.nodes", "lancedb", "lance_namespace",
+NAMED_IMPORTS = ("memvault.cli", "memvault.config.settings", "memvault.ops.memory", "stores.nodes", "lancedb", "lance_namespace",
                  "pyarrow", "onnxruntime", "tokenizers", "typer", "rich", "pydantic")
 
 

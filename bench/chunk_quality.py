@@ -159,7 +159,7 @@ def halves(convs: list[dict[str, Any]], split: str = "all", where: str = "") -> 
 
 def rows(conv: dict[str, Any]) -> list[Any]:
     """The conversation as the ledger returns it: message ids `m<index>`, acknowledgements marked low value."""
-    from memvault.noise import is_low_value
+    from memvault.hygiene.noise import is_low_value
     from stores.rows import MessageRow
 
     return [MessageRow(native_id=f"m{i}", parent_native_id=f"m{i - 1}" if i else None, seq=i, role=m["role"],
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data and not args.sets:
         parser.error("name at least one --data FILE or --set NAME")
 
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     sets = [(str(path), load(path, args.split)) for path in args.data]
     sets += [(name, halves(load_set(name, args.cache), args.split, name)) for name in args.sets]

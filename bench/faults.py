@@ -69,7 +69,7 @@ def fresh(base: Path, samples: Path) -> tuple[Path, Path]:
 def end_state(home: Path) -> dict[str, Any]:
     """What must be identical after a kill and a rerun (run ids and times excluded)."""
     from memvault.embeddings import DIM, MODEL_NAME
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
     from stores.location import index_uri
     from stores.nodes import NodeIndex

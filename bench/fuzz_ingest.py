@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> None:
     from memvault.ops.home import init_home
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
     from memvault.stages.ingest import ingest_roots
     from tests.helpers import cc_session

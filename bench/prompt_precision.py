@@ -111,7 +111,7 @@ def build_home(data: list[dict[str, Any]], work: Path) -> Path:
         return home
     from memvault.markdown.tree import conversation_nodes
     from memvault.ops.home import init_home
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from bench.recall_quality import CachedEmbedder, sessions, turn_text
     from stores.nodes import NodeIndex
     from memvault.stages.index import rows_for, write_index
@@ -155,8 +155,8 @@ def tune(home: Path, ans: list[Any], unrel: list[Any], min_answerable: float) ->
     """Signals of every tune prompt in process, then the grid of thresholds."""
     from memvault.ops.memory import MemoryService
     from memvault.ops.prompt_recall import evaluate
-    from memvault.prompt_gate import GateParams, Signals, decide
-    from memvault.settings import load_settings
+    from memvault.live.prompt_gate import GateParams, Signals, decide
+    from memvault.config.settings import load_settings
 
     cache = home.parent / "tune-signals.json"
     if cache.is_file():
@@ -196,7 +196,7 @@ def in_block(block: str, gold: list[str]) -> bool:
 
 
 def report(home: Path, ans: list[Any], unrel: list[Any], reps: int) -> dict[str, Any]:
-    from memvault import hookd_client
+    from memvault.live import hookd_client
 
     subprocess.run([EXE, "--home", str(home), "prompt-recall"], input=b"{}", env=ENV, check=True)  # nothing started yet
     first, first_s = hook(home, "what did Caroline research about adoption?")  # starts the daemon

@@ -49,8 +49,8 @@ SHAPES = {
 def main() -> int:
     from memvault.ops.memory import MemoryService
     from memvault.ops.prompt_recall import evaluate
-    from memvault.prompt_gate import GateParams, Signals, bounded_query
-    from memvault.settings import load_settings
+    from memvault.live.prompt_gate import GateParams, Signals, bounded_query
+    from memvault.config.settings import load_settings
     from bench.prompt_precision import answerable, build_home, half, in_block, unrelated_prompts
     from bench.recall_quality import CachedEmbedder
 

@@ -174,7 +174,7 @@ def exact_top(nodes: Any, queries: np.ndarray, k: int, batch: int = 50_000) -> l
 
 def worker(n: int, queries: int, batch: int, keep: Path | None = None) -> dict[str, Any]:
     from memvault.ops.memory import MemoryService
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.location import index_uri
     from stores.nodes import NodeIndex
     from memvault.stages.index import write_index

@@ -50,7 +50,7 @@ from memvault.embeddings.select import embedder_for  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
 from memvault.recall.scoring import Candidate, ScoringWeights  # noqa: E402
 from memvault.ops.memory import MemoryService  # noqa: E402
-from memvault.settings import Settings, load_settings  # noqa: E402
+from memvault.config.settings import Settings, load_settings  # noqa: E402
 from stores.nodes import NodeIndex  # noqa: E402
 from memvault.stages.index import rows_for, write_index  # noqa: E402
 

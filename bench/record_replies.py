@@ -227,10 +227,10 @@ def record_synthesis(recorder: Recorder, samples: list[str]) -> None:
     The run's token budget stops the stage after its first unit (one bucket, retry included).
     """
     from bench.shared import sample_home
-    from memvault.budget import Budget
+    from memvault.runs.budget import Budget
     from memvault.embeddings.minilm import MiniLMEmbedder
     from memvault.engines import NoneEngine
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
     from stores.vault import Vault
     from memvault.stages.chunk import run_chunk
@@ -266,7 +266,7 @@ def record_segmentation(recorder: Recorder, data: Path, first: int, limit: int |
     """The chunk stage's model path on each conversation of a labelled set (as bench/chunk_quality.py runs it)."""
     from bench.chunk_quality import conversation_row, load, rows
     from memvault.prompts import load_prompt
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from memvault.stages.chunk import exchanges, model_segments
 
     settings = load_settings(tempfile.mkdtemp(prefix="memvault-record-"))

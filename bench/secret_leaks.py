@@ -111,11 +111,11 @@ def hook(home: Path, raw: str, env: dict[str, str]) -> None:
 def plant_live(home: Path, tmp: Path, copies: dict[str, list[Form]], env: dict[str, str]) -> None:
     """Notes (in process: the function `note` and MCP `remember` call), hook captures (real hook
     processes and the drainer they start), malformed payloads."""
-    from memvault import spool
+    from memvault.live import spool
     from memvault.embeddings.select import embedder_for
     from memvault.ops.capture import capture
     from memvault.ops.note import add_note
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     settings = load_settings(home)
     embedder = embedder_for(settings)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.chunk_quality import cached_embedder, rows, score  # noqa: E402
 from bench.segmentation_sets import load_set  # noqa: E402
-from memvault.settings import ChunkSettings  # noqa: E402
+from memvault.config.settings import ChunkSettings  # noqa: E402
 from memvault.stages import chunk_segment as cs  # noqa: E402
 from memvault.stages.chunk import exchanges, render  # noqa: E402
 from memvault.stages.text import EMBED_CHARS  # noqa: E402

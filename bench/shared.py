@@ -25,7 +25,7 @@ WORDS = ("backup restic postgres schema migration cluster deploy docker volume i
 INGEST_CHILD = """
 import json, resource, sys, time
 from pathlib import Path
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.ledger import Ledger
 from memvault.stages.ingest import ingest_roots
 settings = load_settings(Path(sys.argv[1]))

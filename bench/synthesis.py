@@ -117,7 +117,7 @@ def quality(home: Path, report: dict[str, Any]) -> dict[str, Any]:
     from collections import Counter
 
     from memvault.markdown.gate import word_count
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
 
     arts = sorted((home / "articles").glob("*.md"))

@@ -112,7 +112,7 @@ def followable(home: Path, text: str) -> tuple[int, int]:
 
 def chunk_accounting(home: Path) -> dict[str, int]:
     """Chunks in articles, listed on Meta/Waiting.md, parked with a reason, and the rest."""
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
 
     with Ledger.open(load_settings(home), read_only=True) as ledger:

@@ -13,7 +13,7 @@ from typing import Any
 from memvault.errors import ConfigError, MemvaultError
 from memvault.ops.deployment_files import deployment_specs, install_root, work_pool_name
 from memvault.ops.schedule import nightly_cron, schedule_timezone
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 
 
 def api_url() -> str:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, field_validator
 from memvault.ops import maintenance as ops
 from memvault.ops.home import require_home
 from memvault.ops.session import Session, writing
-from memvault.settings import Settings, load_settings
+from memvault.config.settings import Settings, load_settings
 from stores.nodes import NodeIndex
 
 STEPS = ("merge", "edges", "tiers", "compact", "retire", "checkpoint")

@@ -27,9 +27,9 @@ from memvault.logs import show_info
 from memvault.ops.home import require_home
 from memvault.ops.plan import dry_run_plan
 from memvault.ops.run import Run, running
-from memvault.progress import Progress
-from memvault.reports import key_counts, markdown
-from memvault.settings import Settings, load_settings
+from memvault.runs.progress import Progress
+from memvault.runs.reports import key_counts, markdown
+from memvault.config.settings import Settings, load_settings
 from tasks.pipeline import STAGES, VAULT_STAGES, StageName, select_stages
 from tasks.stages import TASKS
 

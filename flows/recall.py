@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from memvault.ops.home import require_home
 from memvault.ops.memory import MemoryService
 from memvault.ops.results import Recall
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 
 ARTIFACT_KEY = "memvault-recall"
 

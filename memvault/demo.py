@@ -20,7 +20,7 @@ def main() -> None:
     from memvault.cli.runner import print_report, run_pipeline
     from memvault.ops.home import init_home
     from memvault.ops.memory import MemoryService
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     settings = load_settings()
     t0 = time.perf_counter()

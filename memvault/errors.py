@@ -11,7 +11,7 @@ class MemvaultError(Exception):
     exit_code = 1
 
     def __init__(self, *args: object) -> None:
-        from memvault.redact import redact_message  # here: memvault.redact imports this module
+        from memvault.hygiene.redact import redact_message  # here: memvault.hygiene.redact imports this module
 
         super().__init__(*(redact_message(a) if isinstance(a, str) else a for a in args))
 

@@ -62,7 +62,7 @@ class LineError(BaseModel):
     def _redacted(cls, value: str) -> str:
         # A parser's message may quote the malformed field's value: a secret must not reach the
         # ledger's problem list or the run report through it.
-        from memvault.redact import redact_message
+        from memvault.hygiene.redact import redact_message
 
         return redact_message(value)
 
@@ -75,7 +75,7 @@ def redact_conversation(
     The project is a working directory or a name the user typed (`note --project`): text
     from outside like the rest, so it is redacted like the rest.
     """
-    from memvault.redact import redact  # the rules compile on first use: the hook path stays light
+    from memvault.hygiene.redact import redact  # the rules compile on first use: the hook path stays light
 
     totals: dict[str, int] = {}
 

@@ -11,7 +11,7 @@ part of each unit's cache key, so editing any of them is visible to the stages
 
 Every system prompt and every rendered prompt carries `MEMVAULT_SELF_CALL_SENTINEL` for a person
 reading a server's chat log; ingest recognises memvault's own calls by the digests the engines
-record (memvault.selfcalls), never by that marker.
+record (memvault.hygiene.selfcalls), never by that marker.
 """
 
 import hashlib
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memvault.errors import MemvaultError
-from memvault.noise import MEMVAULT_SELF_CALL_SENTINEL
-from memvault.topics import parse_topics
+from memvault.hygiene.noise import MEMVAULT_SELF_CALL_SENTINEL
+from memvault.hygiene.topics import parse_topics
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 STAGES = ("chunk", "cluster", "synthesize")

@@ -26,7 +26,7 @@ from typing import Any
 import duckdb
 
 from memvault.errors import LedgerBusy, LedgerDamagedError
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from stores.ledger_browse import BrowseMixin
 from stores.ledger_editorial import EditorialMixin
 from stores.ledger_ingest_errors import IngestErrorsMixin

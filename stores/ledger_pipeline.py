@@ -59,7 +59,7 @@ class PipelineMixin(LedgerBase):
 
     def bucket_texts(self, chars: int = 2000) -> dict[str, list[str]]:
         """Per bucket, the start (``chars``) of each of its chunks' texts: what cluster reads
-        a bucket's script from (memvault.scripts)."""
+        a bucket's script from (memvault.naming.scripts)."""
         out: dict[str, list[str]] = {}
         for bucket, text in self.con.execute(
                 "SELECT cb.bucket, substr(c.text, 1, ?) FROM chunk_buckets cb JOIN chunks c ON c.id = cb.chunk_id "

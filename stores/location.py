@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memvault.files import atomic_write_text
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 
 INDEX_POINTER = "nodes.current"  # names the live node index after a `memvault reindex`
 DEFAULT_INDEX = "nodes.lance"

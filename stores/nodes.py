@@ -34,7 +34,7 @@ from lancedb.table import AsyncTable
 from memvault.embeddings import MODEL_DIMS, Embedder
 from memvault.embeddings.http import identity
 from memvault.errors import EmbedderMismatchError, EmbeddingServerError, IndexMismatchError
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from stores.location import index_bytes, index_uri, local_path
 from stores.nodes_schema import (COLD, COLD_SCHEMA, LIFTED_COLUMNS, LIGHT_COLUMNS, META, META_SCHEMA, NODES,
                                  RECALL_COLUMNS, SIMILAR_TYPE, id_list, node_schema, now_utc, quote, records,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault.prefect_env import apply_prefect_defaults
+from memvault.config.prefect_env import apply_prefect_defaults
 
 
 apply_prefect_defaults()  # before any test module imports prefect

@@ -5,7 +5,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from memvault.cli import app
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

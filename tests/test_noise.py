@@ -1,7 +1,7 @@
 """Noise filters: memvault's own injected blocks and calls, low-value acknowledgements."""
 
 from memvault.models import Conversation, Message
-from memvault.noise import MEMVAULT_SELF_CALL_SENTINEL, is_own_conversation, mark_low_value, strip_memory_blocks
+from memvault.hygiene.noise import MEMVAULT_SELF_CALL_SENTINEL, is_own_conversation, mark_low_value, strip_memory_blocks
 
 
 def test_strip_memory_blocks_keeps_the_rest() -> None:
@@ -15,7 +15,7 @@ def test_strip_memory_blocks_keeps_the_rest() -> None:
 
 
 def test_is_own_conversation_only_for_a_recorded_prompt() -> None:
-    from memvault.selfcalls import prompt_digest
+    from memvault.hygiene.selfcalls import prompt_digest
 
     prompt = f"{MEMVAULT_SELF_CALL_SENTINEL}\nSummarize these chunks"
     mine = Conversation(source="claude-code", native_id="a", messages=[
@@ -39,7 +39,7 @@ def test_mark_low_value() -> None:
 
 
 def test_bare_slash_commands_are_low_value() -> None:
-    from memvault.noise import is_low_value
+    from memvault.hygiene.noise import is_low_value
 
     for text in ("/mode", "/model opus", "/clear", " /compact "):
         assert is_low_value(text), text

@@ -1,4 +1,4 @@
-"""Agent noise is marked at ingest, per format (memvault.noise.NOISE_RULES), on real lines:
+"""Agent noise is marked at ingest, per format (memvault.hygiene.noise.NOISE_RULES), on real lines:
 the shared format samples (tests/fixtures/formats/, licences beside them) and lines in the
 shapes Claude Code really writes (API-error stand-ins, reminders, interruptions)."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memvault.models import Conversation, Message
-from memvault.noise import NOISE_RULES, conversation_title, mark_noise, noise_lines, noise_rule, strip_noise
+from memvault.hygiene.noise import NOISE_RULES, conversation_title, mark_noise, noise_lines, noise_rule, strip_noise
 from memvault.sources import parse_file
 
 FORMATS = Path(__file__).parent / "fixtures" / "formats"

@@ -5,7 +5,7 @@ import pytest
 from memvault.errors import ConfigError
 from memvault.models import Conversation, Message
 from memvault.models import redact_conversation
-from memvault.redact import DEFAULT_PATTERNS, redact
+from memvault.hygiene.redact import DEFAULT_PATTERNS, redact
 
 ANTHROPIC = "sk-ant-api03-" + "Ab3_x-Yz9Q" * 8 + "kLmN0pQrStUvWxY" + "AA"
 PRIVATE_KEY = (
@@ -73,7 +73,7 @@ def test_extra_patterns_and_bad_pattern() -> None:
 
 
 def test_a_bad_pattern_in_the_settings_is_named_when_they_load(tmp_path) -> None:
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     with pytest.raises(ConfigError, match="broken.*not a valid regular expression"):
         load_settings(tmp_path, ingest={"redact_patterns": {"broken": "("}})

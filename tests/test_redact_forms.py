@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from memvault.redact import redact
+from memvault.hygiene.redact import redact
 
 _PEM = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
         "QyNTUxOQAAACDx7Qm1kq9Vb3hS0cYp6tF2uRw8nL4aZ3eJ5vK1oP9gXwAAAJg2mQmONpkJ\n-----END OPENSSH PRIVATE KEY-----\n")

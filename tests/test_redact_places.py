@@ -6,7 +6,7 @@ and its unknown "type" names, and live.log (a rejected hook payload is described
 import json
 from pathlib import Path
 
-from memvault import spool
+from memvault.live import spool
 from memvault.errors import UsageError
 from memvault.models import LineError
 from tests.helpers import cli
@@ -23,7 +23,7 @@ def _ledger_text(home: Path) -> str:
 
 def test_note_project_title_and_text_are_redacted(home: Path, embedder) -> None:
     from memvault.ops.note import add_note
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     out = cli("--home", str(home), "note", f"cache moved; {MYSQL}", "--title", f"cache {DOCKER}",
               "--project", f"ops {REDIS_URL}", "--json")
@@ -51,7 +51,7 @@ def test_error_messages_never_echo_a_secret(home: Path) -> None:
 
 
 def test_malformed_transcript_fields_reach_no_report(home: Path, tmp_path: Path) -> None:
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
     from memvault.stages.ingest import ingest_roots
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from memvault.engines.settings import EngineSettings
 from memvault.errors import ConfigError
-from memvault.settings import Section, Settings, SourceSettings, load_settings
+from memvault.config.settings import Section, Settings, SourceSettings, load_settings
 
 
 def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -180,8 +180,8 @@ def test_the_template_is_valid(toml, tmp_path: Path) -> None:
 
 def test_live_prompt_defaults_are_the_gates() -> None:
     """The prompt gate's thresholds are written once, in the gate; `[live]` reads them."""
-    from memvault.prompt_gate import SERVE_TIMEOUT_S, GateParams
-    from memvault.settings import LiveSettings
+    from memvault.live.prompt_gate import SERVE_TIMEOUT_S, GateParams
+    from memvault.config.settings import LiveSettings
 
     live, gate = LiveSettings(), GateParams()
     assert (live.prompt_min_words, live.prompt_coverage_weight, live.prompt_min_evidence, live.prompt_min_cos,

@@ -66,7 +66,7 @@ def serve(
 
     Example: memvault serve --token-file ~/memvault/.memvault/hub.token --host 0.0.0.0 --allow-remote --allow-host mini.local
     """
-    from memvault.hub_wire import create_token_file, read_token
+    from memvault.live.hub_wire import create_token_file, read_token
     from memvault.servers import open_service
     from memvault.servers.http import check_bind, serve as run_http
 

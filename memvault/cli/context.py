@@ -6,12 +6,12 @@ import typer
 
 if TYPE_CHECKING:  # heavy: imported inside the helpers, when a command runs
     from memvault.ops.memory import MemoryService
-    from memvault.settings import Settings
+    from memvault.config.settings import Settings
 
 
 def settings_of(ctx: typer.Context, **overrides: Any) -> "Settings":
     """The settings of the home named by `--home` / MEMVAULT_HOME (``overrides`` are flags)."""
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     return load_settings(ctx.obj.get("home"), **overrides)
 

@@ -86,7 +86,7 @@ def drain(
     with reporting(as_json):
         settings = home_settings(ctx)
         if settings.hub.url:  # a hub client: send the spool to the hub instead
-            from memvault.hub_push import push_spool
+            from memvault.live.hub_push import push_spool
 
             pushed = push_spool(settings.home)
             render(as_json, pushed, lambda: console.print(

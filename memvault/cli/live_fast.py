@@ -3,7 +3,7 @@
 Typer, rich and the command modules cost more than the whole capture; a hook's command line
 is simple, so ``memvault.cli.main`` parses it here and falls back to Typer for anything else
 (help, unknown flags). Standard library and ``memvault.ops.capture`` / ``prompt_recall`` /
-``memvault.hookd_client`` only: the answers come from the home's hook daemon.
+``memvault.live.hookd_client`` only: the answers come from the home's hook daemon.
 """
 
 import sys
@@ -18,7 +18,7 @@ def run_capture(home: str | None, source: str, payload: str | None) -> int:
     try:
         capture(root, raw, source)
     except Exception as exc:  # noqa: BLE001 - a hook must never break the agent; the log says what
-        from memvault.spool import log_line
+        from memvault.live.spool import log_line
 
         log_line(root / ".memvault", f"capture failed unexpectedly: {type(exc).__name__}: {exc}")
     return 0
@@ -34,7 +34,7 @@ def run_prompt_recall(home: str | None) -> int:
     try:
         text, _how = prompt_recall(root, raw)
     except Exception as exc:  # noqa: BLE001 - a hook must never break the agent; the log says what
-        from memvault.spool import log_line
+        from memvault.live.spool import log_line
 
         log_line(root / ".memvault", f"prompt-recall failed unexpectedly: {type(exc).__name__}: {exc}")
         text = ""
@@ -53,7 +53,7 @@ def read_stdin(limit: int = 8 << 20) -> bytes:
 def run_index_brief(home: str | None) -> int:
     """Print the article index block: from the hook daemon (started here, not waited for — this
     call answers itself), else read from the vault in process."""
-    from memvault import hookd_client
+    from memvault.live import hookd_client
     from memvault.ops.capture import resolve_home
 
     root = resolve_home(home)

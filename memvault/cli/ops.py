@@ -41,7 +41,7 @@ def deploy(ctx: typer.Context, at: AtOpt = None, dry_run: DryRunFlag = False, as
     Example: PREFECT_API_URL=http://127.0.0.1:4200/api memvault deploy --at 02:30
     """
     from memvault.ops.schedule import nightly_cron, schedule_state
-    from memvault.prefect_env import apply_prefect_defaults
+    from memvault.config.prefect_env import apply_prefect_defaults
 
     apply_prefect_defaults()
     with reporting(as_json):
@@ -67,7 +67,7 @@ def schedule(
     """
     from memvault.errors import MemvaultError
     from memvault.ops.schedule import apply, plan_schedule, wait_for_server
-    from memvault.prefect_env import apply_prefect_defaults
+    from memvault.config.prefect_env import apply_prefect_defaults
 
     apply_prefect_defaults()
     with reporting(as_json):
@@ -117,7 +117,7 @@ def unschedule(
     Example: memvault unschedule --dry-run
     """
     from memvault.ops.schedule import apply, plan_unschedule, wait_for_server
-    from memvault.prefect_env import apply_prefect_defaults
+    from memvault.config.prefect_env import apply_prefect_defaults
 
     apply_prefect_defaults()
     with reporting(as_json):
@@ -212,7 +212,7 @@ def reindex(ctx: typer.Context, background: Annotated[bool, typer.Option(
     Example: memvault reindex --background
     """
     from memvault.ops.reindex import rebuild_index, spawn_reindex
-    from memvault.progress import RichProgress
+    from memvault.runs.progress import RichProgress
 
     with reporting(as_json):
         settings = home_settings(ctx)
@@ -244,7 +244,7 @@ def maintenance(
     from pydantic import ValidationError
 
     from memvault.errors import UsageError
-    from memvault.prefect_env import apply_prefect_defaults
+    from memvault.config.prefect_env import apply_prefect_defaults
 
     apply_prefect_defaults(quiet=as_json)  # under --json, stdout is the JSON document
     with reporting(as_json):

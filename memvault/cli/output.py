@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from memvault.errors import MemvaultError, disk_full
-from memvault.terminal import JSON_ESCAPES, visible
+from memvault.hygiene.terminal import JSON_ESCAPES, visible
 
 
 class SafeConsole(Console):

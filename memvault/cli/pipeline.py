@@ -22,7 +22,7 @@ def ingest_progress(enabled: bool) -> Iterator[None]:
     if not enabled:
         yield
         return
-    from memvault.progress import RichProgress, watching
+    from memvault.runs.progress import RichProgress, watching
 
     with RichProgress() as bar, watching(bar):
         yield
@@ -105,7 +105,7 @@ def run(
     Example: memvault run --from synthesize --until changelog
     """
     from memvault.cli.runner import print_plan, print_report, run_pipeline
-    from memvault.progress import LazyBar, watching
+    from memvault.runs.progress import LazyBar, watching
 
     # The index stage's bar (nodes embedded, rate, time left) appears when it starts embedding.
     with reporting(as_json), watching(None if as_json or dry_run else LazyBar("index: embedding nodes"), "index"):

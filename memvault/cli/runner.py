@@ -21,11 +21,11 @@ def run_pipeline(home: Any, *, only: list[str] | None = None, from_stage: str | 
     dry run is no flow run: it reads the ledger (read-only) and returns the plan.
     ``configured_sources=False`` reads only ``paths`` (`memvault ingest PATH`).
     """
-    from memvault.budget import parse_since
+    from memvault.runs.budget import parse_since
     from memvault.lock import wait_for_drainer, wait_until_free
     from memvault.ops.home import require_home
-    from memvault.prefect_env import apply_prefect_defaults
-    from memvault.settings import load_settings
+    from memvault.config.prefect_env import apply_prefect_defaults
+    from memvault.config.settings import load_settings
     from tasks.pipeline import VAULT_STAGES, select_stages
 
     apply_prefect_defaults(quiet=quiet)

@@ -65,7 +65,7 @@ def make_engine(settings: EngineSettings, engine: EngineName = "auto",
     """Build the ``engine`` named (the top-level `engine` setting) and say, in one line, which one and why.
 
     With ``record_to`` (the home's state folder), every prompt the engine sends is recorded
-    there first (memvault.selfcalls), so ingest recognises transcripts of memvault's own calls.
+    there first (memvault.hygiene.selfcalls), so ingest recognises transcripts of memvault's own calls.
 
     An explicit `mlx` or `openai` is built without probing (the model loads on first use);
     `auto` probes: mlx if `mlx_model` is set and loads, else openai if the server answers
@@ -73,7 +73,7 @@ def make_engine(settings: EngineSettings, engine: EngineName = "auto",
     """
     chosen, why = _choose(settings, engine)
     if record_to is not None and chosen.name != "none":
-        from memvault.selfcalls import self_call_log
+        from memvault.hygiene.selfcalls import self_call_log
 
         chosen = RecordingEngine(chosen, self_call_log(record_to))
     return chosen, why

@@ -1,11 +1,11 @@
 """An engine that records each prompt it sends in the home's self-call log, then answers.
 
 Wrapping at the one place engines are built (``make_engine(..., record_to=…)``) means every
-call any stage makes is recorded, whichever engine answers it (memvault.selfcalls says why).
+call any stage makes is recorded, whichever engine answers it (memvault.hygiene.selfcalls says why).
 """
 
 from memvault.engines.base import Call, Completion, Engine
-from memvault.selfcalls import SelfCallLog
+from memvault.hygiene.selfcalls import SelfCallLog
 
 
 class RecordingEngine(Engine):

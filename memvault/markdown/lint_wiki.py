@@ -5,10 +5,10 @@
 * `needless-escape`: backslashes the transcript did not have and the article does not need
   (`\\*\\*August 26\\*\\*`); fixable: the line is re-escaped (memvault.markdown.verbatim).
 * `agent-noise`: an assistant app's wrapper or stand-in quoted as prose (`<system-reminder>`,
-  "API Error: 401", "[Request interrupted by user]"; memvault.noise).
+  "API Error: 401", "[Request interrupted by user]"; memvault.hygiene.noise).
 * `lead-count`: a number of conversations in the lead that the citations do not bear out;
   fixable when the lead is the no-model one (memvault.markdown.leads).
-* `mixed-script`: sections written in different scripts (memvault.scripts).
+* `mixed-script`: sections written in different scripts (memvault.naming.scripts).
 * `no-links`: an article that links to no other article although related ones exist
   (`lint --fix` adds See also links to them, memvault.markdown.related).
 """
@@ -19,9 +19,9 @@ from collections.abc import Callable
 from memvault.markdown.leads import lead_counts, refresh_lead
 from memvault.markdown.scan import Doc
 from memvault.markdown.verbatim import escape, needless_escapes, unescape
-from memvault.noise import noise_lines
-from memvault.scripts import script_of
-from memvault.titles import is_filler
+from memvault.hygiene.noise import noise_lines
+from memvault.naming.scripts import script_of
+from memvault.naming.titles import is_filler
 
 Report = Callable[[int, str, str, bool], None]  # (line, rule, message, fixable)
 _DATED = re.compile(r"\s*\((?:\d{4}-\d\d-\d\d|undated)\)$")

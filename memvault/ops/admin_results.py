@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import NotRequired, TypedDict
 
 if TYPE_CHECKING:
-    from memvault.budget import StageProgress
+    from memvault.runs.budget import StageProgress
     from memvault.ops.results import MachineFiles
 
 
@@ -294,7 +294,7 @@ class DryRunPlan(TypedDict):
 
 
 class Backlog(TypedDict):
-    """What a run left (`memvault.budget.progress`'s figures, and the counts behind them)."""
+    """What a run left (`memvault.runs.budget.progress`'s figures, and the counts behind them)."""
 
     stages: dict[str, "StageProgress"]
     estimated_runs_to_finish: int | None

@@ -131,7 +131,7 @@ def source_edit(home: Path, kind: str, folder: str) -> FileEdit:
 def hub_edit(home: Path, url: str, token_file: Path, insecure: bool = False, machine: str | None = None,
              base: str | None = None) -> FileEdit:
     """memvault.toml with the client's ``[hub]`` table (``base``: the text an earlier edit made)."""
-    from memvault.hub_wire import check_url, read_token
+    from memvault.live.hub_wire import check_url, read_token
 
     clean = check_url(url, insecure=insecure)
     path = token_file.expanduser().absolute()

@@ -26,7 +26,7 @@ from memvault.lock import LOCK_NAME
 from memvault.ops.admin_results import BackupReport, RestoreReport
 from memvault.ops.home import require_home
 from memvault.ops.session import writing
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from stores.location import index_uri, inside_home
 
 

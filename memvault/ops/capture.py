@@ -1,10 +1,10 @@
 """`memvault capture`: an agent hook's entry point — spool "this transcript changed", return.
 
 A hook runs on the agent's path, so this module imports only the standard library and
-`memvault.spool`: no settings, no DuckDB, no LanceDB, no model. It never raises and never
+`memvault.live.spool`: no settings, no DuckDB, no LanceDB, no model. It never raises and never
 prints to the agent: bad input goes to ``.memvault/live.log`` and the hook exits 0 all the
 same. When no drainer runs (and no `memvault serve` drains), it starts one, detached; in a
-hub client's home (a ``[hub]`` table) it starts the pusher instead (`memvault.hub_push`).
+hub client's home (a ``[hub]`` table) it starts the pusher instead (`memvault.live.hub_push`).
 
 Payloads understood:
 
@@ -21,9 +21,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memvault import hookd_client, spool
+from memvault.live import hookd_client
+from memvault.live import spool
 from memvault.files import owner_only_umask
-from memvault.hub_wire import hub_table
+from memvault.live.hub_wire import hub_table
 from memvault.sources.kinds import CAPTURE_KINDS
 
 if TYPE_CHECKING:  # the capture hook imports nothing it does not run
@@ -87,8 +88,8 @@ def _detached(home: Path, argv: list[str]) -> int:
 
 
 def spawn_pusher(home: Path) -> int | None:
-    """Start the hub client's pusher (`memvault.hub_push`, standard library only) detached."""
-    return _detached(home, [sys.executable, "-m", "memvault.hub_push", "--home", str(home)])
+    """Start the hub client's pusher (`memvault.live.hub_push`, standard library only) detached."""
+    return _detached(home, [sys.executable, "-m", "memvault.live.hub_push", "--home", str(home)])
 
 
 def _start_drainer(home: Path, state: Path) -> str:

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from memvault.files import atomic_write_text
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 
 REGISTERED = "agent_sources.json"
 MAX_PATH_CHARS = 4096  # PATH_MAX: a longer one cannot name a file

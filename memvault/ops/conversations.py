@@ -13,7 +13,7 @@ from memvault.errors import AmbiguousIdError, NotFoundError, UsageError
 from memvault.ids import conv_ref, short_ids
 from memvault.ops.results import ConversationLine, ConversationOut, MessageOut
 from memvault.recall.scope import parse_day
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from memvault.sources.kinds import SOURCE_KINDS
 from stores.rows import ConversationSummary, MessageRow
 

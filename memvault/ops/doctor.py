@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.ops.admin_results import CheckOut
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 
 MCP_TIMEOUT_S = 30.0  # Claude Code's and Codex's default start-up wait for an MCP server
 SKEW_WARN_S = 120.0
@@ -140,7 +140,7 @@ def check_hub(settings: Settings) -> list[Check]:
     """Reachable, token accepted, clocks close (a client home only)."""
     if not settings.hub.url:
         return []
-    from memvault.hub_wire import HubError
+    from memvault.live.hub_wire import HubError
     from memvault.ops.hub_remote import hub_of
 
     fix = "memvault agent-setup AGENT --hub URL --token-file FILE --apply"
@@ -160,7 +160,7 @@ def check_hub(settings: Settings) -> list[Check]:
     out.append(Check("hub", "clock", "ok" if abs(skew) < SKEW_WARN_S else "warn",
                      f"the hub's clock is {skew:+.1f} s from this one (order of messages never depends on it)",
                      "" if abs(skew) < SKEW_WARN_S else "turn on network time (NTP) on both machines"))
-    from memvault import spool
+    from memvault.live import spool
 
     waiting = spool.pending(settings.state_dir)
     out.append(Check("hub", "spool", "ok" if not waiting else "warn", f"{waiting} capture(s) not yet sent",
@@ -215,7 +215,7 @@ def check_schedule(settings: Settings) -> list[Check]:
     out = [Check("schedule", "deployment", "ok" if state["installed"] else "warn",
                  f"nightly at {state['at']} ({state['timezone']})" if state["installed"] else "no nightly schedule installed",
                  "" if state["installed"] else "memvault schedule")]
-    from memvault.reports import latest_report
+    from memvault.runs.reports import latest_report
 
     last = latest_report(settings.runs_dir)
     if last is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memvault import spool
+from memvault.live import spool
 from memvault.errors import LockedError, MemvaultError
 from memvault.failpoints import failpoint
 from memvault.ids import short_ids
@@ -23,7 +23,7 @@ from memvault.lock import DRAIN_COMMAND, writer_lock
 from memvault.models import Conversation
 from memvault.ops.admin_results import DrainCounts, DrainTotals
 from memvault.ops.capture_paths import refusal
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 from stores.vector_cache import cached

@@ -25,7 +25,7 @@ from memvault.errors import MemvaultError, UsageError
 from memvault.files import atomic_path
 from memvault.ops.admin_results import ExportReport
 from memvault.ops.home import require_home
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 
 ExportFormat = Literal["jsonl", "sqlite"]
 FORMATS: tuple[ExportFormat, ...] = ("jsonl", "sqlite")

@@ -35,7 +35,7 @@ from memvault.markdown.prune import prune
 from memvault.markdown.scan import Doc
 from memvault.ops.conversations import conversation_key
 from memvault.ops.session import Session, writing
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from stores.ledger import Ledger
 from stores.meta import BucketsPage
 from stores.vault import Vault

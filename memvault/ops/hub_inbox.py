@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memvault import spool
+from memvault.live import spool
 from memvault.errors import UsageError
 from memvault.files import atomic_write_text
 from memvault.ops.admin_results import SessionSenders

@@ -13,14 +13,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memvault import spool
+from memvault.live import spool
 from memvault.errors import ConfigError
-from memvault.hub_push import Hub
-from memvault.hub_wire import HubError
+from memvault.live.hub_push import Hub
+from memvault.live.hub_wire import HubError
 from memvault.ops.results import (Article, ArticleLinks, ArticleSummary, Node, NoteResult, Recall, SearchHit,
                                    SearchResult, Section, TimelineNode, TocEntry, parse)
 from memvault.recall.scope import Scope
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 
 
 def hub_of(settings: Settings) -> Hub | None:

@@ -16,7 +16,7 @@ from memvault.markdown.conversation_page import FOLDER
 from memvault.markdown.lint import DEFAULT_MAX_WORDS, Finding, lint_vault
 from memvault.markdown.lint_wiki import fix_escapes_and_lead
 from memvault.ops.session import writing
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from stores.vault import Vault
 from memvault.stages.normalize import normalize_vault
 from memvault.stages.wikify import clean_articles

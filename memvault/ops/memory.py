@@ -24,10 +24,10 @@ from memvault.recall.block import render_block
 from memvault.recall.query import hop_terms
 from memvault.recall.scope import Scope, in_project
 from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_head, select
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from stores.vault import Vault
 
-# The date a section heading ends with (memvault/headings.py: "About (2026-09-14)").
+# The date a section heading ends with (memvault/naming/headings.py: "About (2026-09-14)").
 _DATE_SUFFIX = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
 
 if TYPE_CHECKING:  # imported when first used: the article tools never load lancedb (~1.7 s CPU)

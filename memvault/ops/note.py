@@ -10,13 +10,13 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from memvault import spool
+from memvault.live import spool
 from memvault.errors import DiskFullError, LockedError, UsageError, disk_full
 from memvault.ids import short_ids
 from memvault.lock import writer_lock
 from memvault.models import Conversation, Message, redact_conversation
 from memvault.ops.results import NoteResult
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 
 MAX_NOTE_CHARS = 20_000  # a note is a fact or a decision, not a document to import
 

@@ -8,9 +8,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memvault.budget import estimate_calls, progress
+from memvault.runs.budget import estimate_calls, progress
 from memvault.ops.admin_results import Backlog, DryRunPlan
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from memvault.stages.ingest import configured_roots, discover
 from stores.ledger import Ledger
 

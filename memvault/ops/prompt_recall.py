@@ -2,11 +2,11 @@
 
 The hook path (``prompt_recall``) reads the hook JSON, cuts the prompt to a bounded query and
 drops a trivial prompt ("thanks", "ok", a slash command) before anything else, then asks the
-home's warm process — the hook daemon (``memvault.hookd_client``, started on first use) or a
+home's warm process — the hook daemon (``memvault.live.hookd_client``, started on first use) or a
 running `memvault serve` — and answers in process only when neither can. It never fails the
 agent: trouble is one line in ``.memvault/live.log`` (never the payload) and nothing printed.
 
-The decision (``evaluate``) weighs what recall found (``memvault.prompt_gate.decide``): how much
+The decision (``evaluate``) weighs what recall found (``memvault.live.prompt_gate.decide``): how much
 of the prompt's information the best evidence unit holds, its cosine against the prompt's
 background, whether both lists agree; the turns of the session the prompt is typed in are
 left out. The block (``memvault.recall.evidence``) shows the matching turns with their dates.
@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from memvault import hookd_client, spool
-from memvault.prompt_gate import (SERVE_TIMEOUT_S, GateParams, Signals, bounded_query, content_words, coverage,
+from memvault.live import hookd_client
+from memvault.live import spool
+from memvault.live.prompt_gate import (SERVE_TIMEOUT_S, GateParams, Signals, bounded_query, content_words, coverage,
                                   decide, explain, trivial_reason)
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
     """Decide for ``prompt`` and shape its block (empty when nothing should be injected).
     ``found``: ``service.scored_candidates``' answer for this prompt, when already at hand (the
     bench weighs many decisions and shapes on one recall)."""
-    from memvault.prompt_gate import contentless, structural
+    from memvault.live.prompt_gate import contentless, structural
     from memvault.recall.evidence import merge, passage_for, render_prompt_block
 
     live = service.settings.live
@@ -171,12 +172,12 @@ def _nested(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def _via_hub(home: Path, prompt: str, cwd: str | None, session: str | None) -> tuple[str, str] | None:
     """A hub client asks its hub (None for a home with its own memory); trouble is logged, never raised."""
-    from memvault.hub_wire import HubError, hub_table
+    from memvault.live.hub_wire import HubError, hub_table
 
     if hub_table(home) is None:
         return None
     from memvault.errors import MemvaultError
-    from memvault.hub_push import client_hub
+    from memvault.live.hub_push import client_hub
 
     try:
         hub = client_hub(home)
@@ -247,7 +248,7 @@ def prompt_recall(home: Path, raw: str | bytes, timeout_s: float | None = None) 
         from memvault.errors import MemvaultError
         from memvault.ops.home import require_home
         from memvault.ops.memory import MemoryService
-        from memvault.settings import load_settings
+        from memvault.config.settings import load_settings
 
         settings = load_settings(home)
         require_home(settings.home)
@@ -275,14 +276,14 @@ def _via_serve(info: dict[str, Any], prompt: str, cwd: str | None, timeout_s: fl
 
 def explain_prompt(home: Path, prompt: str, cwd: str | None = None) -> str:
     """The decision for ``prompt`` in words and numbers, then the block (or "(nothing)")."""
-    from memvault.prompt_gate import explain as say
+    from memvault.live.prompt_gate import explain as say
 
     reason = trivial_reason(bounded_query(prompt))
     answer: Mapping[str, Any] | None = (
         None if reason else hookd_client.ask(home, {"op": "prompt-recall", "prompt": prompt, "cwd": cwd}))
     if answer is None and not reason:
         from memvault.ops.memory import MemoryService
-        from memvault.settings import load_settings
+        from memvault.config.settings import load_settings
 
         answer = evaluate(MemoryService(load_settings(home)), prompt, cwd).as_dict()
     if answer is None:

@@ -20,8 +20,8 @@ from memvault.markdown.tree import article_nodes
 from memvault.ops.admin_results import ReindexStarted, Reindexed
 from memvault.ops.maintenance import rebuild_edges
 from memvault.ops.session import writing
-from memvault.progress import Progress
-from memvault.settings import Settings
+from memvault.runs.progress import Progress
+from memvault.config.settings import Settings
 from stores.ledger import Ledger
 from stores.location import index_uri, next_index_uri, remove_local_index, set_live_index
 from stores.nodes import NodeIndex

@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 
 from memvault.ids import conv_ref
 from memvault.ops.session import Session, writing
-from memvault.redact import redact, redact_json
-from memvault.settings import Settings
+from memvault.hygiene.redact import redact, redact_json
+from memvault.config.settings import Settings
 from stores.vector_cache import clear_cache
 
 VAULT_FOLDERS = ("articles", "Talk", "Meta")

@@ -166,7 +166,7 @@ def parse(kind: type[T], answer: Any, what: str) -> T:
     """``answer`` (a hub's JSON) checked as ``kind``, or a `HubError` that says which part is off."""
     from pydantic import TypeAdapter, ValidationError
 
-    from memvault.hub_wire import HubError
+    from memvault.live.hub_wire import HubError
 
     try:
         adapter = _ADAPTERS.get(kind)
@@ -179,7 +179,7 @@ def parse(kind: type[T], answer: Any, what: str) -> T:
 
 
 class PromptSignals(TypedDict):
-    """What the prompt-recall decision weighed (``memvault.prompt_gate.Signals``, rounded)."""
+    """What the prompt-recall decision weighed (``memvault.live.prompt_gate.Signals``, rounded)."""
 
     words: list[str]
     idf_mass: float

@@ -16,15 +16,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from memvault.budget import Budget
+from memvault.runs.budget import Budget
 from memvault.embeddings.select import embedder_for
 from memvault.engines import make_engine
 from memvault.engines.base import Engine
 from memvault.lock import wait_for_drainer
 from memvault.ops.plan import backlog
 from memvault.ops.session import writing
-from memvault.reports import build_report, save_report
-from memvault.settings import Settings
+from memvault.runs.reports import build_report, save_report
+from memvault.config.settings import Settings
 from memvault.stages.context import StageContext
 from stores.vector_cache import cached
 

@@ -26,7 +26,7 @@ from memvault.files import atomic_write_text
 from memvault.ops.deployment_files import install_root, template, work_pool_name
 from memvault.logs import LOGGER_PACKAGES
 from memvault.ops.admin_results import NextRun, ScheduleApplied, SchedulePlan, ScheduleState
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 
 SERVER, WORKER = "prefect-server", "prefect-worker"
 STATE_FILE = "schedule.json"

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
 from memvault.lock import writer_lock
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 from stores.vault import Vault

@@ -8,13 +8,13 @@ who is writing.
 from memvault.errors import LedgerBusy
 from memvault.ops.admin_results import LastRun, NextRun, ScheduleState, Status
 from memvault.ops.home import permission_warnings, require_home
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 
 
 def gather_status(settings: Settings) -> Status:
     """What `memvault status` shows; counts from the last run report while a writer holds the ledger."""
-    from memvault import hookd_client
-    from memvault.reports import latest_report
+    from memvault.live import hookd_client
+    from memvault.runs.reports import latest_report
     from stores.ledger import Ledger
     from stores.nodes import NodeIndex, embedding_model
     from stores.rows import LedgerCounts
@@ -86,7 +86,7 @@ def _operations(settings: Settings) -> tuple[str | None, ScheduleState, NextRun 
     import os
 
     from memvault.ops.schedule import next_scheduled_run, schedule_state
-    from memvault.reports import latest_report
+    from memvault.runs.reports import latest_report
 
     report = latest_report(settings.runs_dir)
     # Only a server the user runs is asked; without PREFECT_API_URL Prefect would start a

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from memvault import spool
+from memvault.live import spool
 from memvault.errors import ConfigError
 from memvault.ops.admin_results import DrainTotals
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from memvault.stages.ingest import SUFFIXES, configured_roots, discover
 
 

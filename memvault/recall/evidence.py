@@ -1,7 +1,7 @@
 """The prompt block: the turns that carry the evidence, each with its date, within a budget (pure).
 
 A unit is one recalled node that can stand as evidence — a turn or an article section with
-words of its own (``memvault.prompt_gate.contentless`` / ``structural`` say which cannot).
+words of its own (``memvault.live.prompt_gate.contentless`` / ``structural`` say which cannot).
 The best hit is shown as written with the turn before it and the turn after it cut short, so it
 reads in its place, later hits alone (``Shape`` says how many units, how long each); units of one passage (turns of one conversation at most two apart) merge
 into one entry; every turn carries its date. Text arrives as written: the backslash escapes a

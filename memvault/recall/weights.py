@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from memvault.settings import RecallSettings
+from memvault.config.settings import RecallSettings
 
 
 def _default(name: str) -> Any:

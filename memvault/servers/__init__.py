@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from memvault.errors import IndexMismatchError
 from memvault.ops.home import require_home
 from memvault.ops.memory import MemoryService
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 
 T = TypeVar("T")
 
@@ -80,7 +80,7 @@ def _prewarm(shared: SharedService) -> None:
 def wrap_for_agent(tool: str, payload: Any) -> str:
     """A tool result marked so that ingest strips it if it lands in a transcript.
 
-    The wrapper is a ``<memory-recall>`` element (``memvault.noise.strip_memory_blocks``
+    The wrapper is a ``<memory-recall>`` element (``memvault.hygiene.noise.strip_memory_blocks``
     removes those); frame tags inside the payload are escaped, so recalled text cannot
     close it early.
     """

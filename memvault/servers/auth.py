@@ -14,7 +14,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from memvault.hub_wire import is_loopback
+from memvault.live.hub_wire import is_loopback
 
 OPEN_PATHS = ("/health",)
 PAGE_PATHS = ("/", "/static/")

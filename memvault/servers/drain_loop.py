@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from memvault import spool
+from memvault.live import spool
 from memvault.errors import MemvaultError
 from memvault.servers import SharedService
 

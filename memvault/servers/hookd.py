@@ -1,6 +1,6 @@
 """The hook daemon: one warm process per memory home that answers the agent hooks.
 
-Started by the first hook that finds none (``memvault.hookd_client``); nobody starts it by
+Started by the first hook that finds none (``memvault.live.hookd_client``); nobody starts it by
 hand. It holds ``.memvault/hookd.lock`` for its whole life — a second daemon for the same home
 exits at once — and only then replaces whatever socket file is in its place (a stale one
 left by a killed daemon). It answers ``prompt-recall`` (the decision and the block),
@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memvault import hookd_client, spool
+from memvault.live import hookd_client
+from memvault.live import spool
 from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:

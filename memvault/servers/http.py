@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from memvault.errors import MemvaultError, UsageError
-from memvault.hub_wire import is_loopback
+from memvault.live.hub_wire import is_loopback
 from memvault.ops.memory import MemoryService
 from memvault.ops.prompt_recall import prompt_block
 from memvault.ops.results import ArticleHtml, Health

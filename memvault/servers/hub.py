@@ -20,14 +20,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from memvault import spool
+from memvault.live import spool
 from memvault.errors import MemvaultError, UsageError
 from memvault.ops.admin_results import HubStatus
 from memvault.ops.results import (CaptureStored, Node, NoteResult, PromptRecallAnswer, Recall, SearchResult, Section,
                                    TimelineNode)
 from memvault.servers import SharedService
 from memvault.servers.responses import error_response
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 
 API_VERSION = 1
 JSON_CAP = 1024 * 1024  # the read routes and a note: a query or a note is small

@@ -32,7 +32,7 @@ from memvault.ops.results import (Article, ArticleLinks, ArticleSummary, Node, N
                                    SearchHit, Section, TimelineNode, TocEntry)
 from memvault.recall.scope import Scope
 from memvault.servers import wrap_for_agent
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from memvault.sources.kinds import SCOPE_KINDS, listed
 
 T = TypeVar("T")

@@ -133,7 +133,7 @@ def _redacted_head(text: str, chars: int) -> str:
     Only the built-in patterns run here; the user's own patterns run on the stored text at
     ingest, and the word-boundary cut above keeps their tokens whole or drops them whole.
     """
-    from memvault.redact import WINDOW_MARGIN, redact
+    from memvault.hygiene.redact import WINDOW_MARGIN, redact
 
     return redact(text[: chars + WINDOW_MARGIN])[0]
 

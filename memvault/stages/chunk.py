@@ -25,9 +25,9 @@ from memvault.engines import structured
 from memvault.engines.base import Completion, Engine
 from memvault.failpoints import failpoint
 from memvault.logs import conv_label
-from memvault.noise import strip_noise
+from memvault.hygiene.noise import strip_noise
 from memvault.prompts import Prompt, load_prompt
-from memvault.settings import ChunkSettings
+from memvault.config.settings import ChunkSettings
 from stores.rows import ConversationRow, MessageRow
 from memvault.stages.chunk_model import ChunkReply, RepairError, repair, reply_tokens, show, windows
 from memvault.stages.chunk_segment import boundaries, segment

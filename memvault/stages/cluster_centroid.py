@@ -4,7 +4,7 @@
 applies each assignment (both paths use it). `assign_by_centroid` places each chunk in the
 nearest bucket above `cluster.assign_similarity` (a bucket of other projects only must clear it
 by `project_margin` too), then groups the leftovers by average-link agglomeration; a group
-with `min_support` chunks becomes a new bucket, named by memvault.titles and journaled for
+with `min_support` chunks becomes a new bucket, named by memvault.naming.titles and journaled for
 Meta/Buckets.md in the same transaction (`flush_bucket_pages` writes it right after).
 """
 
@@ -15,10 +15,10 @@ import numpy as np
 
 from memvault.failpoints import failpoint
 from memvault.logs import conv_label
-from memvault.noise import discussion_words, is_low_content
-from memvault.scripts import mixed, script_of
-from memvault.phrase_similarity import Similarity, similarity_to, unit_mean
-from memvault.titles import topic_title
+from memvault.hygiene.noise import discussion_words, is_low_content
+from memvault.naming.scripts import mixed, script_of
+from memvault.naming.phrase_similarity import Similarity, similarity_to, unit_mean
+from memvault.naming.titles import topic_title
 from stores.meta import BucketsPage
 from memvault.stages.cluster_projects import apart_matrix, other_project, script_apart
 from memvault.stages.context import StageContext
@@ -55,7 +55,7 @@ def agglomerate(vectors: np.ndarray, threshold: float, penalty: np.ndarray | Non
 
 def name_group(texts: list[str], background: list[str], taken: set[str], titles: list[str],
                similarity: Similarity | None = None, projects: list[str | None] | None = None) -> str:
-    """A new bucket's name: the group's best key phrase not ``taken`` (memvault.titles), each
+    """A new bucket's name: the group's best key phrase not ``taken`` (memvault.naming.titles), each
     phrase weighed by its ``similarity`` to the group's centroid when given, the name of the
     project most chunks come from favoured."""
     return topic_title(texts, background, taken, titles, similarity, projects or ())
@@ -93,7 +93,7 @@ class ClusterPass:
         return self._conversation_projects[cid]
 
     def script(self, chunk_id: str) -> str:
-        """The main script of a chunk's text (memvault.scripts)."""
+        """The main script of a chunk's text (memvault.naming.scripts)."""
         if chunk_id not in self._chunk_scripts:
             self._chunk_scripts[chunk_id] = script_of(self.ledger.chunk(chunk_id).text)
         return self._chunk_scripts[chunk_id]

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from memvault.scripts import mixed
+from memvault.naming.scripts import mixed
 
 
 def related(a: str, b: str) -> bool:
@@ -38,7 +38,7 @@ def apart_matrix(projects: list[str | None]) -> np.ndarray:
 
 
 def script_apart(scripts: list[str]) -> np.ndarray:
-    """1 where two chunks are written in different scripts (memvault.scripts), else 0."""
+    """1 where two chunks are written in different scripts (memvault.naming.scripts), else 0."""
     n = len(scripts)
     out = np.zeros((n, n), dtype=np.float32)
     for i in range(n):

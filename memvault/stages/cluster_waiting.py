@@ -16,7 +16,7 @@ The page is derived: rewritten whole at the end of every cluster pass.
 from collections import Counter
 
 from memvault.ids import short_ids
-from memvault.noise import LOW_CONTENT_WORDS, discussion_words
+from memvault.hygiene.noise import LOW_CONTENT_WORDS, discussion_words
 from memvault.markdown.verbatim import escape
 from memvault.stages.context import StageContext
 

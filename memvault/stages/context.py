@@ -14,12 +14,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memvault.budget import Budget
+from memvault.runs.budget import Budget
 from memvault.embeddings import Embedder
 from memvault.engines.base import Completion, Engine
 from memvault.engines.none import NoneEngine
 from memvault.errors import EmbedderMismatchError
-from memvault.settings import Settings
+from memvault.config.settings import Settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 from stores.vault import Vault

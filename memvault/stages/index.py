@@ -19,7 +19,7 @@ from memvault.errors import EmbedderMismatchError
 from memvault.failpoints import failpoint
 from memvault.ids import conv_ref, short_ids
 from memvault.markdown.tree import article_nodes
-from memvault.progress import current
+from memvault.runs.progress import current
 from memvault.recall.access import ACCESS_LOG, fold_access
 from memvault.stages.context import StageContext
 from memvault.stages.result import StageResult

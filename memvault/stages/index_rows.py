@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from memvault.ids import conv_ref
-from memvault.noise import strip_noise
-from memvault.progress import Progress
+from memvault.hygiene.noise import strip_noise
+from memvault.runs.progress import Progress
 from memvault.markdown.tree import TreeNode, conversation_nodes, truncate
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex, now_utc

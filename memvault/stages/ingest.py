@@ -27,8 +27,8 @@ from typing import Any
 from memvault.files import storable_path
 from memvault.ids import conv_ref
 from memvault.models import Conversation, LineError
-from memvault.progress import Progress, current
-from memvault.settings import Settings
+from memvault.runs.progress import Progress, current
+from memvault.config.settings import Settings
 from memvault.sources.base import ParseResult
 from memvault.sources.caps import Caps, limits
 from memvault.stages.context import StageContext
@@ -95,7 +95,7 @@ class _FileRun:
 
     def prepare(self, conversations: list[Conversation]) -> list[Conversation]:
         """Drop memvault's own conversations; strip injected blocks, mark noise, redact."""
-        from memvault.noise import conversation_title, is_own_conversation, mark_low_value, mark_noise, strip_memory_blocks
+        from memvault.hygiene.noise import conversation_title, is_own_conversation, mark_low_value, mark_noise, strip_memory_blocks
         from memvault.models import redact_conversation
 
         ingest = self.settings.ingest
@@ -154,13 +154,13 @@ def ingest_file(ledger: Ledger, path: Path, kind_hint: str, settings: Settings, 
 
     ``mark`` is the file's watermark (looked up for all files at once), ``progress`` counts
     bytes read, ``key`` is the resolved path if the caller has it, ``own_prompts`` the digests
-    of memvault's own prompts (memvault.selfcalls). Returns the file's run, whose counts are
+    of memvault's own prompts (memvault.hygiene.selfcalls). Returns the file's run, whose counts are
     complete once the batches are flushed (None when nothing was read).
 
     One loop over a file's slices: each slice's parse, redaction, watermark and batch
     hand-off stay together so a crash resumes at a slice boundary.
     """
-    from memvault.redact import redact_json
+    from memvault.hygiene.redact import redact_json
     from memvault.sources import detect_format
     from memvault.sources.export import export_slices
 
@@ -240,7 +240,7 @@ def _parse_slice(path: Path, kind: str, offset: int, state: dict[str, Any] | Non
 
 
 def _count_skipped(result: IngestResult, skipped: dict[str, int]) -> None:
-    from memvault.redact import redact
+    from memvault.hygiene.redact import redact
 
     for name, n in skipped.items():
         name = redact(name)[0]  # a "type" value of the transcript, echoed in the run report
@@ -275,7 +275,7 @@ def _resolved(path: Path, folders: dict[Path, Path]) -> str:
 
 def apply_topics(ledger: Ledger, settings: Settings, result: IngestResult) -> str | None:
     """The Topics_to_Ignore regex; when the list changed since last run, re-judge everything."""
-    from memvault.topics import load_topics, topics_fingerprint, topics_pattern
+    from memvault.hygiene.topics import load_topics, topics_fingerprint, topics_pattern
 
     topics = load_topics(settings.home)
     pattern = topics_pattern(topics)
@@ -315,7 +315,7 @@ def ingest_roots(ledger: Ledger, settings: Settings, roots: list[tuple[str, Path
     big one) committed in one transaction with its watermarks; failpoint `ingest:<n>` fires
     after the n-th commit.
     """
-    from memvault.selfcalls import self_call_log
+    from memvault.hygiene.selfcalls import self_call_log
 
     result = IngestResult()
     own_prompts = self_call_log(settings.state_dir).digests()

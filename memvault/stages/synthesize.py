@@ -3,7 +3,7 @@
 
 No-model path: extractive synthesis — the most informative sentences of each new chunk,
 quoted verbatim (escaped so they render back unchanged, memvault.markdown.verbatim), become a
-section headed by what the chunk is about and its date (memvault.titles), citing its
+section headed by what the chunk is about and its date (memvault.naming.titles), citing its
 conversation. Existing text (including a person's edits) is kept as is; new sections are
 woven in before See also / References.
 

@@ -2,7 +2,7 @@
 
 The most informative sentences of each chunk are quoted verbatim (escaped so they render back
 unchanged, memvault.markdown.verbatim) under a heading saying what the chunk is about, dated
-(memvault.titles), and cite the chunk's conversation. Nothing here reads a store: memvault.stages.synthesize
+(memvault.naming.titles), and cite the chunk's conversation. Nothing here reads a store: memvault.stages.synthesize
 gathers the chunks and the article and writes the result.
 """
 
@@ -17,9 +17,9 @@ from memvault.markdown.conversation_page import citation_link
 from memvault.markdown.footnotes import renumber
 from memvault.markdown.leads import lead_sentence, refresh_lead
 from memvault.markdown.verbatim import escape
-from memvault.headings import section_heading
-from memvault.phrase_similarity import PhraseEmbedder, similarity_to, unit_mean
-from memvault.titles import distinct_phrases, ranked_phrases
+from memvault.naming.headings import section_heading
+from memvault.naming.phrase_similarity import PhraseEmbedder, similarity_to, unit_mean
+from memvault.naming.titles import distinct_phrases, ranked_phrases
 from stores.rows import ChunkRow
 from memvault.stages.text import keywords, sentences, words
 

@@ -9,7 +9,7 @@ article cites yet, which the next write of the same chunks rewrites to the same 
 from collections import defaultdict
 
 from memvault.markdown.conversation_page import FOLDER, PageMessage, page_stem, render_page
-from memvault.noise import strip_noise
+from memvault.hygiene.noise import strip_noise
 from stores.rows import ChunkRow
 from memvault.stages.context import StageContext
 from memvault.stages.synthesize_extractive import date_of

@@ -4,7 +4,7 @@ import math
 import re
 from collections import Counter
 
-from memvault.noise import is_low_value
+from memvault.hygiene.noise import is_low_value
 
 # The embedding model reads at most 256 word pieces (~1,000-1,500 characters of prose) and
 # truncates the rest, so text past 2,000 characters never changes a vector: cutting it first

@@ -2,7 +2,7 @@
 
 from bench.fusion_variants import PER_EMBEDDER, PRODUCT, ROUNDS_TOP_K, BenchWeights, per_embedder_variants
 from memvault.recall.scoring import ScoringWeights
-from memvault.settings import RecallSettings
+from memvault.config.settings import RecallSettings
 
 # The fields only the bench has: the candidate depths and the variants' knobs.
 BENCH_ONLY = set(BenchWeights.model_fields) - set(ScoringWeights.model_fields)

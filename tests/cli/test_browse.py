@@ -135,7 +135,7 @@ def _colliding_pair() -> tuple[str, str]:
 
 
 def test_an_ambiguous_prefix_lists_the_candidates(home: Path) -> None:
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
 
     a, b = _colliding_pair()

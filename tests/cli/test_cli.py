@@ -159,7 +159,7 @@ def test_init_prints_sources_that_paste_as_valid_toml(tmp_path: Path) -> None:
     # And the snippet really works as memvault.toml.
     toml = tmp_path / "h" / "memvault.toml"
     toml.write_text(toml.read_text() + snippet.split("\n", 1)[1])
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     assert [s.kind for s in load_settings(tmp_path / "h").sources] == ["claude-code", "codex"]
     data = json.loads(runner.invoke(app, ["--home", str(tmp_path / "h"), "init", "--json"],

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from memvault.ops.note import add_note
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from tests.helpers import cli
 
 TEXT = "Config lives in [/etc/tidepool.toml] and colours use [red]bold red[/red] markup."

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault.terminal import CONTROLS
+from memvault.hygiene.terminal import CONTROLS
 from tests.helpers import cc_session, cli
 
 OSC52 = "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07"
@@ -26,7 +26,7 @@ REPLY = f"The quokka deploy runs at 02:00 {CSI}red{OSC52}"
 def home_with_controls(tmp_path_factory: pytest.TempPathFactory, embedder) -> tuple[Path, str]:
     from memvault.ops.drain import index_conversations
     from memvault.ops.home import init_home
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
     from stores.nodes import NodeIndex
     from stores.vault import Vault

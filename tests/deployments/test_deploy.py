@@ -65,7 +65,7 @@ def test_deploy_registers_from_any_directory(prefect_server: str, home: Path, tm
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from deployments.deploy import register
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from memvault.ops.status import gather_status
 
     monkeypatch.chdir(tmp_path)  # the current directory must not matter

@@ -47,7 +47,7 @@ def test_the_query_embedder_gives_the_same_vectors_bit_for_bit(embedder: MiniLME
     # A CLI recall embeds its query on one thread; the index was embedded on one per core.
     # It also lets its session go after each call (the index search needs the memory); the
     # next call loads it again.
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     from memvault.embeddings.select import query_embedder
 

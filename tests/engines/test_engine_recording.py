@@ -5,7 +5,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from memvault.engines import EngineSettings, FakeEngine, RecordingEngine, make_engine, structured
-from memvault.selfcalls import SelfCallLog, prompt_digest, self_call_log
+from memvault.hygiene.selfcalls import SelfCallLog, prompt_digest, self_call_log
 
 
 class _Reply(BaseModel):

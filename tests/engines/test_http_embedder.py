@@ -107,7 +107,7 @@ def test_the_identity_names_model_and_server() -> None:
 def test_settings_choose_the_server_and_refuse_a_model_without_one(tmp_path) -> None:
     from memvault.embeddings.select import embedder_for
     from memvault.errors import ConfigError
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     chosen = embedder_for(load_settings(tmp_path, embeddings={"url": "http://127.0.0.1:11434/v1", "model": "bge-m3",
                                                               "batch_size": 8}))

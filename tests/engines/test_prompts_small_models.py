@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from memvault.budget import Budget
+from memvault.runs.budget import Budget
 from memvault.engines.base import Completion
 from memvault.prompts import PROMPTS_DIR, STAGES, load_prompt
-from memvault.reports import build_report, markdown
+from memvault.runs.reports import build_report, markdown
 from memvault.stages.chunk_model import ChunkReply
 from memvault.stages.chunk_model import reply_tokens as chunk_reply_tokens
 from memvault.stages.cluster_model import ClusterReply

@@ -64,7 +64,7 @@ def segmentation_fixtures() -> list[Path]:
 def test_recorded_chunk_replies_replay_through_the_stage_path(path: Path) -> None:
     from bench.chunk_quality import conversation_row, replay_replies, rows
     from memvault.prompts import load_prompt
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from memvault.stages.chunk import exchanges, model_segments
 
     data = load(path)

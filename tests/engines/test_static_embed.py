@@ -103,7 +103,7 @@ def test_missing_and_damaged_tables_are_distilled_again(tmp_path, monkeypatch, c
 
 def test_settings_choose_the_embedder(tmp_path) -> None:
     from memvault.errors import ConfigError
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     assert type(embedder_for(load_settings(tmp_path))) is MiniLMEmbedder
     chosen = embedder_for(load_settings(tmp_path, embeddings={"model": STATIC_NAME, "batch_size": 8}))
@@ -121,7 +121,7 @@ def test_index_refuses_the_other_model_until_reindex(demo_copy: Path, embedder: 
     from memvault.errors import IndexMismatchError
     from memvault.ops.memory import MemoryService
     from memvault.ops.reindex import rebuild_index
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.nodes import NodeIndex
 
     query = "when does the postgres backup run and how long is it kept"

@@ -7,7 +7,7 @@ from pathlib import Path
 import git
 
 from memvault.markdown.footnotes import citations
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.ledger import Ledger
 from stores.vault import Vault
 from tests.helpers import SAMPLES, run_flow

@@ -4,14 +4,14 @@ a file outside the configured sources and the agent folders agent-setup register
 import json
 from pathlib import Path
 
-from memvault import spool
+from memvault.live import spool
 from memvault.ops.capture import capture
 from memvault.ops.capture_paths import register_agent_folder
 from tests.helpers import cc_session
 
 
 def settings_of(home: Path):
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     return load_settings(home)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault import hookd_client
+from memvault.live import hookd_client
 from memvault.ops.prompt_recall import prompt_recall
 from tests.helpers import child_env
 
@@ -104,7 +104,7 @@ def test_a_trivial_prompt_injects_nothing_and_starts_nothing(home: Path, prompt:
 def _index_backup_chat(home: Path, embedder):
     """A home whose index holds one conversation: greetings and "ok" around a real answer."""
     from memvault.markdown.tree import conversation_nodes
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.nodes import NodeIndex
     from memvault.stages.index import rows_for, write_index
 
@@ -122,7 +122,7 @@ def _index_backup_chat(home: Path, embedder):
 def test_a_contentless_turn_never_heads_the_block(home: Path, embedder) -> None:
     from memvault.ops.memory import MemoryService
     from memvault.ops.prompt_recall import evaluate
-    from memvault.prompt_gate import GateParams
+    from memvault.live.prompt_gate import GateParams
 
     service = MemoryService(_index_backup_chat(home, embedder), embedder)
     answer = evaluate(service, "hi, when does the postgres backup run at night?",
@@ -140,7 +140,7 @@ def test_a_contentless_turn_never_heads_the_block(home: Path, embedder) -> None:
 def test_the_block_spends_its_budget_on_evidence(home: Path, embedder) -> None:
     from memvault.ops.memory import MemoryService
     from memvault.ops.prompt_recall import evaluate
-    from memvault.prompt_gate import GateParams
+    from memvault.live.prompt_gate import GateParams
     from memvault.recall.evidence import SHORT_HEADER
 
     settings = _index_backup_chat(home, embedder)
@@ -163,7 +163,7 @@ except SystemExit:
     pass
 print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
-HEAVY = ("numpy", "pydantic", "typer", "rich", "lancedb", "onnxruntime", "duckdb", "git", "memvault.settings")
+HEAVY = ("numpy", "pydantic", "typer", "rich", "lancedb", "onnxruntime", "duckdb", "git", "memvault.config.settings")
 
 
 def test_hook_clients_import_nothing_heavy_when_the_daemon_answers(home: Path, embedder, monkeypatch) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault import spool
+from memvault.live import spool
 from tests.helpers import SAMPLES, append_turn, child_env, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]

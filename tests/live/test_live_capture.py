@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault import spool
+from memvault.live import spool
 from tests.helpers import SAMPLES, append_turn, wait_for
 
 MEMVAULT = str(Path(sys.executable).parent / "memvault")
@@ -40,7 +40,7 @@ def payload(transcript: Path, event: str) -> dict:
 
 
 def settings_of(home: Path, **over):
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     return load_settings(home, **over)
 

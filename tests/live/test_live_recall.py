@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memvault.cli import app
-from memvault.noise import strip_memory_blocks
+from memvault.hygiene.noise import strip_memory_blocks
 from tests.live.test_live_capture import MEMVAULT, child_env, settings_of
 
 runner = CliRunner()

@@ -46,7 +46,7 @@ def test_allow_write_is_an_explicit_flag(home: Path, tmp_path: Path) -> None:
     assert json.loads(result.output)["allow_write"] is True
     cfg = json.loads((claude.parent / ".claude.json").read_text())
     assert cfg["mcpServers"]["memvault"]["env"] == {"MEMVAULT_MCP__ALLOW_WRITE": "true"}
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     import os
 
     os.environ["MEMVAULT_MCP__ALLOW_WRITE"] = "true"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault import spool
+from memvault.live import spool
 from memvault.cli.live_fast import is_hook_process, parse_hook
 from memvault.errors import UsageError
 from memvault.recall.scope import Scope, in_project

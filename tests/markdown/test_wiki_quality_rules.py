@@ -9,8 +9,8 @@ from memvault.markdown.leads import lead_counts, refresh_lead
 from memvault.markdown.lint import lint_vault
 from memvault.markdown.lint_wiki import fix_escapes_and_lead
 from memvault.markdown.related import add_see_also, related_articles
-from memvault.scripts import mixed, script_of
-from memvault.titles import addressed_names, is_filler, ranked_phrases, topic_title
+from memvault.naming.scripts import mixed, script_of
+from memvault.naming.titles import addressed_names, is_filler, ranked_phrases, topic_title
 
 
 def test_filler_never_names_a_topic() -> None:

@@ -36,7 +36,7 @@ def drained(home: Path, timeout_s: float = 300.0) -> list[dict]:
     """The home's conversations once the drainer the hook started has emptied the spool."""
     import time
 
-    from memvault import spool
+    from memvault.live import spool
 
     state = home / ".memvault"
     deadline = time.monotonic() + timeout_s
@@ -215,7 +215,7 @@ def test_hub_table_written_and_plain_http_refused(tmp_path: Path) -> None:
     assert config["hub"] == {"url": "https://mini.lan:8765", "token_file": str(token), "machine": "laptop"}
     assert {"kind": "codex", "path": str(codex / "sessions")} in config["sources"]
     assert (laptop / ".memvault").is_dir()
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     assert load_settings(laptop).hub.url == "https://mini.lan:8765"
     insecure = setup(laptop, "claude-code", "--claude-dir", str(tmp_path / ".claude"), "--hub", "http://mini.lan:8765",

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from memvault.ops.agent_setup import SKILL, index_brief, merge_hook, render_index
 from memvault.cli import app
-from memvault.noise import strip_memory_blocks
+from memvault.hygiene.noise import strip_memory_blocks
 from tests.helpers import MEMVAULT, child_env
 
 runner = CliRunner()

@@ -22,7 +22,7 @@ def enospc(path: str):
 def test_recall_answers_when_the_access_log_cannot_be_appended(demo_copy: Path, monkeypatch, embedder) -> None:
     import memvault.recall.access as access
     from memvault.ops.memory import MemoryService
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     log = demo_copy / ".memvault" / access.ACCESS_LOG
     before = log.read_text() if log.exists() else ""  # earlier recalls on the shared demo may have logged
@@ -33,7 +33,7 @@ def test_recall_answers_when_the_access_log_cannot_be_appended(demo_copy: Path, 
 
 def test_a_note_on_a_full_disk_says_so_and_stores_nothing(demo_copy: Path, monkeypatch) -> None:
     import memvault.ops.drain as drain
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
 
     settings = load_settings(demo_copy)

@@ -12,7 +12,7 @@ from memvault.errors import EmbeddingServerError
 from memvault.ops.memory import MemoryService
 from memvault.ops.reindex import rebuild_index
 from memvault.ops.status import gather_status
-from memvault.settings import Settings, load_settings
+from memvault.config.settings import Settings, load_settings
 from stores.ledger import Ledger
 from stores.location import index_uri
 from stores.nodes import NodeIndex

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.ledger import Ledger
 from stores.vault import Vault
 from tests.helpers import ROOT, cli

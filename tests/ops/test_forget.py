@@ -17,7 +17,7 @@ from memvault.models import Conversation
 from memvault.ops.forget import strip_citations
 from memvault.markdown.footnotes import check_bijection, citations
 from memvault.markdown.gate import gate
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.ledger import Ledger
 from stores.nodes import NodeIndex
 from stores.vault import Vault

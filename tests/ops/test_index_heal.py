@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.location import index_uri
 from memvault.stages.index import missing_conversations
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from memvault.ops import maintenance as ops
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.nodes import NodeIndex
 
 QUERIES = ["postgres backup retention", "tidepool release", "what port does postgres listen on",

@@ -9,7 +9,7 @@ import pytest
 from memvault.markdown.tree import conversation_nodes
 from memvault.recall.access import ACCESS_LOG, fold_access
 from memvault.ops.memory import MemoryService
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.nodes import NodeIndex
 from memvault.stages.index import rows_for, write_index
 

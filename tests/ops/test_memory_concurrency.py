@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from memvault.ops.memory import MemoryService
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.location import index_uri
 from tests.helpers import ROOT
 

@@ -44,7 +44,7 @@ def test_everything_memvault_creates_is_owner_only_under_umask_022(tmp_path: Pat
     env.pop("PREFECT_API_URL", None)
     memvault(home, "run", "--json", env=env)
     # A hook's spool entry and live.log (a drainer is already "running": this process holds its lock).
-    from memvault import spool
+    from memvault.live import spool
 
     lock = spool.DrainLock(home / ".memvault")
     assert lock.acquire()

@@ -7,7 +7,7 @@ import pytest
 
 from memvault.errors import NotFoundError
 from memvault.ops.memory import MemoryService
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.vault import Vault
 
 ARTICLE = """# Tidepool

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memvault.errors import UsageError
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.location import INDEX_POINTER, index_uri
 
 QUERY = "when does the postgres backup run and how long is it kept"

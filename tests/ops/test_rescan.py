@@ -21,7 +21,7 @@ def _raw_hits(root: Path, needle: str) -> list[str]:
 def test_rescan_removes_a_newly_covered_secret_everywhere(home: Path, tmp_path: Path) -> None:
     from memvault.embeddings.minilm import MiniLMEmbedder
     from memvault.markdown.tree import conversation_nodes
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
     from stores.nodes import NodeIndex
     from stores.vault import Vault

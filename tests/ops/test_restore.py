@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memvault.errors import LedgerDamagedError, LockedError, UsageError
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 
 QUERY = "when does the postgres backup run and how long is it kept"
 

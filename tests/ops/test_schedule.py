@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from memvault.cli import app
 from memvault.errors import UsageError
 from memvault.ops.schedule import apply, nightly_cron, plan_schedule, plan_unschedule, schedule_state
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 
 ENV_KEYS = {"PREFECT_API_URL", "PREFECT_SERVER_ANALYTICS_ENABLED", "DO_NOT_TRACK", "MEMVAULT_HOME"}
 

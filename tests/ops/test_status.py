@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from memvault.ops.status import gather_status
 from tests.helpers import MEMVAULT, ROOT
 

@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates, score_head
-from memvault.settings import RecallSettings
+from memvault.config.settings import RecallSettings
 from tests.helpers import check_explain_adds_up
 
 NOW = datetime(2025, 1, 1)

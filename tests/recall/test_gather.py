@@ -13,7 +13,7 @@ from memvault.markdown.tree import conversation_nodes
 from memvault.ops.memory import MemoryService
 from memvault.recall.query import hop_terms, speaker
 from memvault.recall.scoring import Candidate, ScoringWeights, score_candidates, score_head
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.nodes import NodeIndex
 from memvault.stages.index import rows_for, write_index
 from tests.helpers import check_explain_adds_up

@@ -4,7 +4,7 @@ from datetime import datetime
 
 import pytest
 
-from memvault.prompt_gate import (GateParams, Signals, bounded_query, contentless, content_words, coverage, decide,
+from memvault.live.prompt_gate import (GateParams, Signals, bounded_query, contentless, content_words, coverage, decide,
                                   structural, trivial_reason)
 from memvault.recall.evidence import as_written, merge, passage_for, render_prompt_block
 

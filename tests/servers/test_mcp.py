@@ -9,7 +9,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from memvault.noise import strip_memory_blocks
+from memvault.hygiene.noise import strip_memory_blocks
 from tests.helpers import MEMVAULT, child_env
 
 TOOLS = {"search", "timeline", "get", "recall", "list_articles", "read_article", "read_section",

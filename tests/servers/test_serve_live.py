@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from memvault import spool
+from memvault.live import spool
 from memvault.ops.capture_paths import register_agent_folder
 from tests.helpers import MEMVAULT, SAMPLES, append_turn, child_env, free_port, wait_for
 from tests.servers.test_http import wait_healthy

@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from memvault import spool
+from memvault.live import spool
 from memvault.lock import holder
 from memvault.ops.conversations import list_conversations
 from memvault.ops.memory import MemoryService
 from memvault.ops.note import add_note, make_note
 from memvault.servers import SharedService, drain_loop
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 
 WAIT_S = 120.0  # a failure detector on a loaded machine, not a latency bound
 

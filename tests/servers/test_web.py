@@ -29,7 +29,7 @@ HOSTILE_TEXT = "<script>window.__xss=2</script> and <b onmouseover=\"window.__xs
 
 def add_hostile(home: Path) -> str:
     """A conversation and an article whose text is markup; the conversation's short ref."""
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
 
     conv = Conversation(source="note", native_id="hostile-note", title=HOSTILE_TITLE, messages=[

@@ -26,7 +26,7 @@ SAMPLES = {"chatgpt": FORMATS / "chatgpt" / "conversations.RECONSTRUCTED.json",
 
 def _ledger(tmp_path: Path, name: str) -> Iterator[tuple[Any, Any]]:
     from memvault.ops.home import init_home
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
 
     home = tmp_path / name

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import memvault.sources.claude_code as claude_code
-from memvault.redact import DEFAULT_PATTERNS, TRIGGERS, _may_hold_secret, redact, redact_json
+from memvault.hygiene.redact import DEFAULT_PATTERNS, TRIGGERS, _may_hold_secret, redact, redact_json
 from memvault.sources import parse_file
 from tests.test_redact import VECTORS
 

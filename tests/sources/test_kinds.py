@@ -8,7 +8,7 @@ from typing import get_args
 from memvault.models import Conversation
 from memvault.ops import capture
 from memvault.recall import scope
-from memvault.settings import SourceSettings
+from memvault.config.settings import SourceSettings
 from memvault.sources import PARSERS
 from memvault.sources.kinds import (
     CAPTURE_KINDS,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memvault.redact import DEFAULT_PATTERNS, redact
+from memvault.hygiene.redact import DEFAULT_PATTERNS, redact
 from memvault.sources.base import ARG_SUMMARY_CHARS, RESULT_CHARS, TITLE_CHARS, clip, first_lines, summarize_args
 from tests.secret_corpus import FORMS, Form
 
@@ -59,8 +59,8 @@ def test_ordinary_text_is_left_alone() -> None:
 
 
 def test_the_gate_and_the_trigger_scan_let_every_form_through() -> None:
-    from memvault.redact import _may_hold_secret, _rules_present
-    from memvault.redact_rules import TRIGGERS
+    from memvault.hygiene.redact import _may_hold_secret, _rules_present
+    from memvault.hygiene.redact_rules import TRIGGERS
 
     assert set(TRIGGERS) == set(DEFAULT_PATTERNS)
     for form in FORMS:

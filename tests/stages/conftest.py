@@ -17,7 +17,7 @@ GOLDEN = FIXTURES / "editorial"
 @pytest.fixture
 def ingest_env(home: Path) -> Iterator[tuple[Any, Any]]:
     """(ledger, settings) of a fresh memory home; the ledger is closed afterwards."""
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
 
     settings = load_settings(home)
@@ -30,7 +30,7 @@ def ingest_env(home: Path) -> Iterator[tuple[Any, Any]]:
 def stage_home(tmp_path: Path) -> Path:
     """A fresh home with the subset ingested into its ledger (no Prefect involved)."""
     from memvault.ops.home import init_home
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
     from memvault.stages.ingest import ingest_roots
 
@@ -49,8 +49,8 @@ def stage_home(tmp_path: Path) -> Path:
 @pytest.fixture
 def make_ctx(stage_home: Path, embedder) -> Iterator[Any]:
     """`make_ctx(engine, **setting_overrides)` → a StageContext on `stage_home` (closed after)."""
-    from memvault.budget import Budget
-    from memvault.settings import load_settings
+    from memvault.runs.budget import Budget
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
     from stores.vault import Vault
     from memvault.stages.context import StageContext

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memvault.settings import ChunkSettings
+from memvault.config.settings import ChunkSettings
 from stores.rows import MessageRow
 from memvault.stages.chunk import plan_chunks
 from memvault.stages.chunk_segment import boundaries, depth_scores, gap_similarities, segment, shift_cue

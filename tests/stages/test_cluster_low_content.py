@@ -3,7 +3,7 @@
 from typing import Any
 
 from memvault.engines.none import NoneEngine
-from memvault.noise import discussion_words, is_low_content
+from memvault.hygiene.noise import discussion_words, is_low_content
 from memvault.stages.cluster import run_cluster
 from memvault.stages.cluster_projects import apart_matrix, other_project, related
 

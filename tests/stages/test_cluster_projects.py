@@ -18,10 +18,10 @@ from tests.helpers import FIXTURES, SAMPLES
 
 def _run(tmp: Path, embedder: Any, **overrides: Any) -> tuple[dict[str, set[str | None]], dict[str, Any]]:
     """Ingest, chunk and cluster everything; returns each bucket's projects and the cluster report."""
-    from memvault.budget import Budget
+    from memvault.runs.budget import Budget
     from memvault.engines.none import NoneEngine
     from memvault.ops.home import init_home
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
     from stores.vault import Vault
     from memvault.stages.chunk import run_chunk

@@ -60,7 +60,7 @@ def test_forgotten_conversations_are_skipped_inside_a_batch(ingest_env) -> None:
 def test_many_files_per_batch_store_what_one_file_per_batch_stores(ingest_env, home: Path, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     import memvault.stages.ingest as ingest_mod
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
 
     ledger, settings = ingest_env

@@ -43,7 +43,7 @@ def test_a_file_name_that_is_not_utf8_does_not_fail_the_batch(ingest_env, tmp_pa
 
 
 def _capped(home: Path, **ingest: int):
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
 
     (home / "memvault.toml").write_text((home / "memvault.toml").read_text() + "\n[ingest]\n"
                                         + "".join(f"{k} = {v}\n" for k, v in ingest.items()))

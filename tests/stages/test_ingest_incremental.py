@@ -132,7 +132,7 @@ def _big_session(path: Path, n: int) -> None:
 
 
 def test_slices_store_the_same_as_one_pass(ingest_env, home: Path, tmp_path: Path) -> None:
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
 
     ledger, settings = ingest_env
@@ -155,7 +155,7 @@ def test_slices_store_the_same_as_one_pass(ingest_env, home: Path, tmp_path: Pat
 _CRASH = """
 import sys
 from pathlib import Path
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.ledger import Ledger
 from memvault.stages.ingest import ingest_roots
 settings = load_settings(Path(sys.argv[1]))
@@ -165,7 +165,7 @@ ingest_roots(ledger, settings, [("claude-code", Path(sys.argv[2]))], slice_bytes
 
 
 def test_a_crash_between_slices_resumes_at_the_last_slice(home: Path, tmp_path: Path) -> None:
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
 
     path = tmp_path / "big.jsonl"

@@ -90,7 +90,7 @@ def test_bad_files_are_reported_and_good_files_of_the_run_are_ingested(ingest_en
 def test_stored_problems_survive_a_run_killed_after_its_commit(home: Path, tmp_path: Path) -> None:
     # Problems are stored with the watermark, in one transaction: a fresh ledger handle (a new
     # process after a kill) sees them, and a rerun that skips the unchanged file reports them.
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
 
     settings = load_settings(home)

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 import memvault.stages.ingest as ingest_mod
-from memvault.noise import MEMVAULT_SELF_CALL_SENTINEL
-from memvault.topics import parse_topics, topics_pattern
+from memvault.hygiene.noise import MEMVAULT_SELF_CALL_SENTINEL
+from memvault.hygiene.topics import parse_topics, topics_pattern
 from memvault.stages.ingest import ingest_roots
 from tests.helpers import cc_line, cc_session, write_topics
 
 
 def test_own_conversations_are_never_stored_even_when_they_grow(ingest_env, tmp_path: Path) -> None:
     from memvault.engines import FakeEngine, RecordingEngine
-    from memvault.selfcalls import self_call_log
+    from memvault.hygiene.selfcalls import self_call_log
 
     ledger, settings = ingest_env
     prompt = f"{MEMVAULT_SELF_CALL_SENTINEL}\nSummarize these chunks into an article."
@@ -39,7 +39,7 @@ def test_own_conversations_are_never_stored_even_when_they_grow(ingest_env, tmp_
 
 
 def test_a_pasted_sentinel_or_prompt_part_never_drops_a_conversation(ingest_env, tmp_path: Path) -> None:
-    from memvault.selfcalls import self_call_log
+    from memvault.hygiene.selfcalls import self_call_log
 
     ledger, settings = ingest_env
     prompt = f"{MEMVAULT_SELF_CALL_SENTINEL}\nSummarize these chunks into an article."

@@ -6,7 +6,7 @@ import json
 import git
 
 from memvault.engines import FakeEngine
-from memvault.noise import MEMVAULT_SELF_CALL_SENTINEL
+from memvault.hygiene.noise import MEMVAULT_SELF_CALL_SENTINEL
 from memvault.stages.chunk import run_chunk
 from memvault.stages.cluster import run_cluster
 from memvault.stages.synthesize import run_synthesize

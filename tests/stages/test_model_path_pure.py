@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from memvault.markdown.gate import gate
-from memvault.noise import MEMVAULT_SELF_CALL_SENTINEL
+from memvault.hygiene.noise import MEMVAULT_SELF_CALL_SENTINEL
 from memvault.prompts import PROMPTS_DIR, PromptError, load_prompt
 from memvault.stages.chunk_model import ChunkSpan, RepairError, repair
 from memvault.stages.synthesize_model import Edit, SynthesisReply, apply_reply

@@ -38,7 +38,7 @@ def stage_home(tmp_path: Path, recorded: dict[str, Any]) -> Path:
     import shutil
 
     from memvault.ops.home import init_home
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
     from memvault.stages.ingest import ingest_roots
 

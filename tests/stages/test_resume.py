@@ -41,7 +41,7 @@ def crash(home: Path, src: Path, **extra: str) -> subprocess.Popen:
 
 
 def check_no_duplicates(home: Path) -> None:
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
 
     with Ledger.open(load_settings(home), read_only=True) as ledger:

@@ -85,7 +85,7 @@ def test_a_rejection_is_parked_until_its_input_changes(home: Path, tmp_path: Pat
 
 
 def test_the_report_never_guesses_runs_left_with_a_question_mark() -> None:
-    from memvault.reports import build_report, markdown
+    from memvault.runs.reports import build_report, markdown
 
     report = build_report("r1", "none", "no model", {"synthesize": {"status": "completed", "seconds": 1.0}}, {}, {},
                           "2026-12-01T00:00:00", "2026-12-01T00:00:01")

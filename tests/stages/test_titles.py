@@ -5,8 +5,8 @@ characters with the date, never a cut first sentence."""
 from datetime import datetime
 
 from memvault.markdown.tree import article_nodes, path_segment
-from memvault.headings import section_heading
-from memvault.titles import HEADING_CHARS, discussion, topic_title
+from memvault.naming.headings import section_heading
+from memvault.naming.titles import HEADING_CHARS, discussion, topic_title
 from stores.rows import ChunkRow
 from memvault.stages.cluster import name_group
 from memvault.stages.synthesize_extractive import compose_article

@@ -7,8 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from memvault.embeddings.minilm import MiniLMEmbedder
-from memvault.headings import section_heading
-from memvault.phrase_similarity import similarity_to, unit_mean
+from memvault.naming.headings import section_heading
+from memvault.naming.phrase_similarity import similarity_to, unit_mean
 from stores.rows import ChunkRow
 from memvault.stages.cluster import name_group
 from memvault.stages.synthesize_extractive import compose_article

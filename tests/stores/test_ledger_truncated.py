@@ -13,7 +13,7 @@ from tests.helpers import cc_session, cli
 
 @pytest.mark.parametrize("keep", [100, 12288])
 def test_a_truncated_ledger_says_to_restore(home: Path, tmp_path: Path, keep: float) -> None:
-    from memvault.settings import load_settings
+    from memvault.config.settings import load_settings
     from stores.ledger import Ledger
     from memvault.stages.ingest import ingest_roots
 

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from memvault.settings import load_settings
+from memvault.config.settings import load_settings
 from stores.location import (INDEX_POINTER, index_bytes, index_uri, inside_home, is_remote, next_index_uri,
                              retire_replaced_indexes, set_live_index)
 

@@ -5,7 +5,7 @@ memvault injects recalled memories (``<memory-recall>…</memory-recall>``) and 
 index (``<memvault-index>…</memvault-index>``) into assistant sessions; ingesting them back
 would make the wiki cite itself. Conversations of memvault's own model calls are dropped
 whole, recognised by the digests the engines record of each prompt they send
-(memvault.selfcalls), never by a string a message contains: a pasted prompt or a fetched page
+(memvault.hygiene.selfcalls), never by a string a message contains: a pasted prompt or a fetched page
 may hold any marker. Acknowledgements are kept in the ledger but marked ``low_value`` so the
 chunker can skip them.
 
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Set
 from functools import lru_cache
 
 from memvault.models import Conversation, Message
-from memvault.selfcalls import prompt_digest
+from memvault.hygiene.selfcalls import prompt_digest
 
 # Still written at the top of every prompt, for a person reading a server's chat log; ingest
 # does not trust it (anyone can write it), see is_own_conversation.
@@ -65,7 +65,7 @@ def strip_memory_blocks(text: str) -> str:
 def is_own_conversation(conv: Conversation, own_prompts: Set[str]) -> bool:
     """True when a message of ``conv`` is, whole, a prompt memvault itself sent to a model.
 
-    ``own_prompts`` are the digests the engines recorded (memvault.selfcalls); with none
+    ``own_prompts`` are the digests the engines recorded (memvault.hygiene.selfcalls); with none
     recorded, nothing is memvault's own.
     """
     if not own_prompts:
@@ -213,7 +213,7 @@ def conversation_title(conv: Conversation) -> str:
     interruption marker, a greeting ("Hey Mel, great to chat with you again!…"). Then the first
     sentence of a user message that says something (noise blocks cut; greetings,
     acknowledgements and commands skipped), at most 60 characters; or ""."""
-    from memvault.titles import is_filler  # titles loads nothing heavy until a phrase is ranked
+    from memvault.naming.titles import is_filler  # titles loads nothing heavy until a phrase is ranked
 
     first = re.split(r"(?<=[.!?])\s+", " ".join(conv.title.split()), maxsplit=1)[0]
     if conv.title.strip() and not _TITLE_NOISE.match(conv.title) and not is_filler(first):

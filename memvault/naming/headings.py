@@ -1,13 +1,13 @@
 """Section headings a person would choose: what a section's chunk is about, dated.
 
 A heading is a short topic label (the model path's), the conversation's own title when it is
-about this chunk, or the chunk's best key phrase (memvault.titles) that is not the article's
+about this chunk, or the chunk's best key phrase (memvault.naming.titles) that is not the article's
 title — ≤ 60 characters with the date beside it, never a first sentence cut with "…", never
 the name of the assistant the conversation was held with.
 """
 
-from memvault.phrase_similarity import Similarity
-from memvault.titles import _STOP, _UNICODE_WORD, PHRASE_CHARS, _tokens, is_filler, is_source_name, ranked_phrases
+from memvault.naming.phrase_similarity import Similarity
+from memvault.naming.titles import _STOP, _UNICODE_WORD, PHRASE_CHARS, _tokens, is_filler, is_source_name, ranked_phrases
 
 
 def _short_label(label: str | None) -> str | None:

@@ -9,9 +9,9 @@ code, git and build output, slash commands (`/mode`), file names and paths, ids,
 attachment placeholders (`[image: file_…]`) are cut before phrases are proposed, and phrases
 made only of generic words ("Topic", "Notes", "Question") are refused.
 
-Section headings (memvault.headings) are one phrase of their own chunk (≤ 60 characters with
+Section headings (memvault.naming.headings) are one phrase of their own chunk (≤ 60 characters with
 the date beside it), never a first sentence cut with "…". With an embedder at hand, phrases are
-also weighed by their cosine to the text they name (memvault.phrase_similarity).
+also weighed by their cosine to the text they name (memvault.naming.phrase_similarity).
 """
 
 import math
@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from memvault.phrase_similarity import SIM_POWER, Similarity
+from memvault.naming.phrase_similarity import SIM_POWER, Similarity
 
 HEADING_CHARS = 60
 _DATE_CHARS = len(" (YYYY-MM-DD)")

@@ -14,7 +14,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from memvault.redact_rules import (
+from memvault.hygiene.redact_rules import (
     ALWAYS, DEFAULT_PATTERNS, FILTERS, GATE_ESCAPED, GATE_FRAGMENTS, GATE_UNICODE, IMPLIED, LONG_RUN, RULES_BY_TRIGGER,
     TRIGGER_SCAN, TRIGGERS,
 )

@@ -1,4 +1,4 @@
-"""How well a phrase sums a text up: its cosine to the text's vector, for memvault.titles.
+"""How well a phrase sums a text up: its cosine to the text's vector, for memvault.naming.titles.
 
 A phrase close to a topic's centroid (or to one chunk's vector) names it; a name mentioned in
 passing ("Bubbles", the starter's name; "Santa Luzia" in a list of sights) does not.

@@ -216,8 +216,8 @@ def log_line(state_dir: Path, message: str) -> None:
     value) and kept on one line with control characters shown as escapes: the log is read in
     terminals, and a payload's ESC or newline must neither act there nor forge a log line.
     """
-    from memvault.redact import redact_message  # light: the rules are the standard library's re
-    from memvault.terminal import one_line
+    from memvault.hygiene.redact import redact_message  # light: the rules are the standard library's re
+    from memvault.hygiene.terminal import one_line
 
     message = one_line(redact_message(message))
     try:

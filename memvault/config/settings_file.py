@@ -2,7 +2,7 @@
 
 A TOML syntax error names the file, line and column; an unknown key names the file (or the
 environment variable) and the closest valid key; a value out of range names the setting and
-the rule it breaks. The caller (``memvault.settings.load_settings``) raises ConfigError with
+the rule it breaks. The caller (``memvault.config.settings.load_settings``) raises ConfigError with
 these messages, so a typo never silently falls back to a default.
 """
 

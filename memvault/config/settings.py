@@ -8,7 +8,7 @@ there is no module-level instance.
 Every section refuses keys it does not know and values out of range, so a typo in
 memvault.toml or the environment is an error naming the key, never a silent default. The root
 stays lenient towards the environment (``MEMVAULT_UNIT_DIR`` and the like are not settings);
-top-level keys of memvault.toml are checked by :mod:`memvault.settings_file`.
+top-level keys of memvault.toml are checked by :mod:`memvault.config.settings_file`.
 """
 
 import os
@@ -23,8 +23,8 @@ from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSett
 
 from memvault.engines.settings import EngineName, EngineSettings
 from memvault.errors import ConfigError
-from memvault.prompt_gate import SERVE_TIMEOUT_S, GateParams
-from memvault.settings_file import combine, describe_errors, read_toml, unknown_top_level_keys
+from memvault.live.prompt_gate import SERVE_TIMEOUT_S, GateParams
+from memvault.config.settings_file import combine, describe_errors, read_toml, unknown_top_level_keys
 from memvault.sources.kinds import ConfiguredKind
 
 # The memvault.toml data `load_settings` is validating, for `Settings.settings_customise_sources`
@@ -366,7 +366,7 @@ class HubSettings(Section):
     def _safe_url(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
-        from memvault.hub_wire import check_url
+        from memvault.live.hub_wire import check_url
 
         check_url(value, insecure=True)  # the scheme and host; loopback vs --insecure is checked on use
         return value.strip().rstrip("/")

@@ -9,7 +9,7 @@ its JSON, the entry stays in the spool and one line goes to ``live.log``; `memva
 (or the next capture) pushes it later. Spooled notes (made while the hub was away) go to
 `POST /v1/note` the same way.
 
-Standard library only (``python -m memvault.hub_push --home H`` is what a hook starts).
+Standard library only (``python -m memvault.live.hub_push --home H`` is what a hook starts).
 """
 
 import base64
@@ -21,9 +21,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from memvault import spool
+from memvault.live import spool
 from memvault.errors import MemvaultError
-from memvault.hub_wire import HubError, call, check_url, hub_table, machine_name, read_token
+from memvault.live.hub_wire import HubError, call, check_url, hub_table, machine_name, read_token
 
 ACKED = "hub-acked.json"
 CHUNK = 4 * 1024 * 1024  # raw bytes per request (base64 adds a third); lowered when the hub's cap is smaller
@@ -198,7 +198,7 @@ def push_spool(home: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m memvault.hub_push --home H``: what a client's capture hook starts, detached."""
+    """``python -m memvault.live.hub_push --home H``: what a client's capture hook starts, detached."""
     home = Path(argv[argv.index("--home") + 1]) if "--home" in argv else Path(os.environ.get("MEMVAULT_HOME", "~/memvault"))
     push_spool(home.expanduser().resolve())
     return 0
