@@ -93,10 +93,29 @@ class DiskFullError(MemvaultError):
 
 
 def disk_full(exc: BaseException, path: object = None) -> DiskFullError | None:
-    """The clear error for an OSError that means "no space left" (ENOSPC, EDQUOT); None otherwise."""
-    import errno
+    """The clear error for a failure that means "no space left"; None otherwise.
 
-    if not isinstance(exc, OSError) or exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+    An OSError says so by its errno (ENOSPC, EDQUOT); DuckDB's and LanceDB's own IO errors are
+    not OSErrors and say it in their message (`Could not write file "…": No space left on
+    device`), which names the file.
+    """
+    import errno
+    import re
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = exc.filename or path or "the memory home"
+    elif isinstance(exc, OSError) and exc.errno is not None:
         return None
-    where = exc.filename or path or "the memory home"
+    elif any(m in str(exc) for m in (os_message(errno.ENOSPC), os_message(errno.EDQUOT))):
+        named = re.search(r"""file ["']([^"']+)["']""", str(exc))
+        where = named.group(1) if named else path or "the memory home"
+    else:
+        return None
     return DiskFullError(f"disk full: {where} — free some space and run the command again")
+
+
+def os_message(code: int) -> str:
+    """The C library's text for ``code`` ("No space left on device")."""
+    import os
+
+    return os.strerror(code)

@@ -55,7 +55,9 @@ def reporting(as_json: bool) -> Iterator[None]:
     try:
         try:
             yield
-        except OSError as raw:
+        except MemvaultError:
+            raise
+        except Exception as raw:  # an OSError, or DuckDB's / LanceDB's own IO error
             full = disk_full(raw)
             if full is None:
                 raise

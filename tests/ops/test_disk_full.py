@@ -61,6 +61,28 @@ def test_run_json_on_a_full_disk_prints_a_json_error(home: Path, monkeypatch, pr
                                       "type": "DiskFullError"}
 
 
+def test_duckdbs_own_io_error_for_a_full_disk_is_called_so(home: Path, monkeypatch, prefect) -> None:
+    """DuckDB raises its IOException (not an OSError) when a write finds no space: the message,
+    as DuckDB words it, names the file."""
+    import duckdb
+
+    from stores.ledger import Ledger
+
+    where = str(home / ".memvault" / "ledger.duckdb.wal")
+
+    def fail(*_a, **_k):
+        raise duckdb.IOException(f'IO Error: Could not write file "{where}": {os.strerror(errno.ENOSPC)}')
+
+    monkeypatch.setattr(Ledger, "start_run", fail)
+    out = cli("--home", str(home), "run", "--only", "ingest", "--json")
+    assert out.exit_code == 1 and "Traceback" not in out.output
+    assert json.loads(out.stdout) == {"error": f"disk full: {where} — free some space and run the command again",
+                                      "type": "DiskFullError"}
+    from memvault.errors import disk_full
+
+    assert disk_full(duckdb.IOException("IO Error: Cannot open file: Permission denied")) is None
+
+
 @pytest.mark.parametrize("code", [errno.EACCES])
 def test_other_os_errors_are_not_called_disk_full(code: int) -> None:
     from memvault.errors import disk_full
