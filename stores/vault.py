@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -332,14 +333,16 @@ class Vault:
 
 def git_process_starts(home: Path) -> list[float] | None:
     """Start times (epoch seconds) of the live git processes working in ``home`` (Linux's
-    /proc: their working folder is in the home, or `-C` names it); None where processes
-    cannot be inspected, so a lock is never taken for stale on a guess."""
+    /proc: their working folder is in the home, or `-C` names it). Without /proc (macOS, the
+    BSDs) `ps` gives every live git process of the machine, wherever it works: more than the
+    home's, so a lock is taken for stale only when no git process at all may hold it. None
+    where processes cannot be inspected, so a lock is never taken for stale on a guess."""
     proc = Path("/proc")
     try:
         boot = next(float(line.split()[1]) for line in (proc / "stat").read_text().splitlines()
                     if line.startswith("btime "))
     except (OSError, StopIteration, ValueError, IndexError):
-        return None
+        return ps_git_starts()
     tick = os.sysconf("SC_CLK_TCK")
     home_s = str(home.resolve())
     starts: list[float] = []
@@ -357,3 +360,40 @@ def git_process_starts(home: Path) -> list[float] | None:
         if cwd == home_s or cwd.startswith(home_s + "/") or os.fsencode(home_s) in args:
             starts.append(boot + int(stat_fields[19]) / tick)
     return starts
+
+
+def ps_git_starts(ps: str = "ps") -> list[float] | None:
+    """Start times of every live git process, from `ps -A -o etime= -o comm=` (POSIX: elapsed
+    time ``[[dd-]hh:]mm:ss`` and the command name); None when `ps` cannot be run or read."""
+    try:
+        out = subprocess.run([ps, "-A", "-o", "etime=", "-o", "comm="], capture_output=True, text=True,
+                             timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    now = time.time()
+    starts: list[float] = []
+    for line in out.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) != 2 or not Path(parts[1].strip()).name.startswith("git"):
+            continue
+        elapsed = _etime_seconds(parts[0])
+        if elapsed is None:
+            return None  # a line we cannot read: no guess
+        starts.append(now - elapsed - 1.0)  # etime counts whole seconds: start no later than this
+    return starts
+
+
+def _etime_seconds(etime: str) -> float | None:
+    """``[[dd-]hh:]mm:ss`` → seconds; None for anything else."""
+    days, _, clock = etime.rpartition("-")
+    try:
+        fields = [int(f) for f in clock.split(":")]
+        seconds = int(days) * 86400 if days else 0
+    except ValueError:
+        return None
+    if not 2 <= len(fields) <= 3:
+        return None
+    hms = 0
+    for f in fields:
+        hms = hms * 60 + f
+    return float(seconds + hms)

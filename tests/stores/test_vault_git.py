@@ -158,3 +158,35 @@ def test_a_lock_older_than_every_git_process_of_the_home_is_removed_and_logged(h
     with caplog.at_level(logging.WARNING, logger="stores.vault"):
         assert vault.commit("after the kill") is not None
     assert not lock.exists() and "removed the stale git index lock" in caplog.text
+
+def test_without_proc_ps_lists_every_live_git_process(tmp_path: Path) -> None:
+    """macOS has no /proc: `ps` gives each live git process's elapsed time, so a lock made
+    after a running git started is kept, and one older than every git process is stale."""
+    from stores.vault import _etime_seconds, ps_git_starts
+
+    assert [_etime_seconds(t) for t in ("00:07", "12:34", "01:02:03", "2-01:00:00", "x", "1:2:3:4")] == \
+        [7.0, 754.0, 3723.0, 176400.0, None, None]
+    before = time.time()
+    running = subprocess.Popen(["git", "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(1.2)
+        starts = ps_git_starts()
+        assert starts is not None and any(before - 3 <= s <= time.time() for s in starts)
+    finally:
+        running.kill()
+        running.wait()
+    assert ps_git_starts(ps=str(tmp_path / "no-such-ps")) is None  # cannot tell: never stale on a guess
+
+
+def test_a_machine_without_proc_removes_a_stale_lock_through_ps(home: Path, monkeypatch, caplog) -> None:
+    import stores.vault as vault_module
+
+    monkeypatch.setattr(vault_module, "git_process_starts", lambda _home: vault_module.ps_git_starts())
+    lock = home / ".git" / "index.lock"
+    lock.write_text("")
+    os.utime(lock, (time.time() - 3600, time.time() - 3600))
+    vault = Vault(home)
+    vault.write(home / "articles" / "Tides.md", "# Tides\n\nOne.\n")
+    with caplog.at_level(logging.WARNING, logger="stores.vault"):
+        assert vault.commit("after the kill") is not None
+    assert not lock.exists() and "removed the stale git index lock" in caplog.text
