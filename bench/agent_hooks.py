@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.shared import free_port  # noqa: E402
+
 MEMVAULT = str(Path(sys.executable).parent / "memvault")
 
 RELATED = [
@@ -96,13 +99,6 @@ def threshold_study(home: Path) -> dict[str, list[float]]:
         out[name] = sorted(round(max((float(h["explain"].get("cos") or 0.0) for h in service.recall(p)["hits"]), default=0.0), 4)
                            for p in prompts)
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def cli_found(home: Path, word: str) -> bool:

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.shared import free_port  # noqa: E402
 
 EXE = str(Path(sys.executable).with_name("memvault"))
 QUERIES = ("when does the postgres backup run?", "tidepool release checklist", "what did we decide about retention",
@@ -92,13 +93,6 @@ def build_synthetic_home(n: int, where: Path) -> Path:
     nodes.ensure_indexes(settings.index.ann_threshold)
     (where / "built.json").write_text(json.dumps({"nodes": nodes.count()}))
     return home
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def warm_recall(home: Path, reps: int) -> dict[str, float]:

@@ -30,14 +30,9 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 MEMVAULT = str(Path(sys.executable).parent / "memvault")
 DEFAULT_FORMATS = ROOT.parent / "shared" / "formats" / "claude_code"
+sys.path.insert(0, str(ROOT))
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from bench.shared import free_port  # noqa: E402
 
 
 def sessions(folder: Path) -> list[list[dict[str, Any]]]:
@@ -93,7 +88,7 @@ def main() -> None:
            "HOME": str(tmp)}
     hub_home, client = tmp / "hub", tmp / "laptop"
     subprocess.run([MEMVAULT, "--home", str(hub_home), "init"], check=True, capture_output=True, env=env)
-    port, token = _free_port(), tmp / "hub.token"
+    port, token = free_port(), tmp / "hub.token"
     log = (tmp / "hub.log").open("w")
     server = subprocess.Popen([MEMVAULT, "--home", str(hub_home), "serve", "--port", str(port), "--token-file", str(token)],
                               stdout=subprocess.DEVNULL, stderr=log, env=env)

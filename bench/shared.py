@@ -7,6 +7,7 @@ import json
 import os
 import random
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -90,3 +91,10 @@ def run_child(script: str, *args: str, env: dict[str, str] | None = None) -> dic
         raise SystemExit(f"scenario failed:\n{proc.stderr}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on (for a server the bench starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
