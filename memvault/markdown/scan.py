@@ -179,23 +179,42 @@ class Doc:
 
 
 def code_spans(line: str) -> list[tuple[int, int]]:
-    """Character ranges of inline code spans within one line (CommonMark backtick runs)."""
+    """Character ranges of inline code spans within one line, as CommonMark reads them: a span
+    opens at a maximal run of backticks that no backslash escapes and closes at the next run of
+    the same length (backslashes inside do nothing); a run with no partner is text."""
     spans = []
-    runs = [(m.start(), m.end()) for m in re.finditer(r"`+", line)]
-    i = 0
-    while i < len(runs):
-        start, end = runs[i]
-        width = end - start
-        if start > 0 and line[start - 1] == "\\":
+    i, n = 0, len(line)
+    while i < n:
+        if line[i] == "\\" and i + 1 < n and line[i + 1] in _ASCII_PUNCT:
+            i += 2  # an escaped character, a backtick included
+            continue
+        if line[i] != "`":
             i += 1
             continue
-        for j in range(i + 1, len(runs)):
-            if runs[j][1] - runs[j][0] == width:
-                spans.append((start, runs[j][1]))
-                i = j
+        j = i
+        while j < n and line[j] == "`":
+            j += 1
+        close, k = -1, j
+        while k < n:
+            if line[k] != "`":
+                k += 1
+                continue
+            m = k
+            while m < n and line[m] == "`":
+                m += 1
+            if m - k == j - i:
+                close = m
                 break
-        i += 1
+            k = m
+        if close < 0:
+            i = j  # no partner: the run is text
+        else:
+            spans.append((i, close))
+            i = close
     return spans
+
+
+_ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
 def outside_code(line: str, start: int, spans: list[tuple[int, int]]) -> bool:

