@@ -127,10 +127,14 @@ def escape(text: str) -> str:
         out.append(piece if code else _escape_plain(piece, at_start=n == 0, at_end=last,
                                                     after="" if last else pieces[n + 1][1][:1]))
     escaped = "".join(out)
-    loose = _unpaired_delimiters(escaped)
-    if loose:
-        # Emphasis left open here would pair with a mark in the next sentence of the paragraph:
-        # that character is shown literally throughout this sentence instead.
+    # Emphasis left open here would pair with a mark in the next sentence of the paragraph:
+    # that character is shown literally throughout this sentence instead. Showing one literally
+    # can free another that it paired with (`*: _*`: the `_` opens once the `*`s are text), so
+    # again until none is open (at most once per emphasis character).
+    for _ in range(4):
+        loose = _unpaired_delimiters(escaped)
+        if not loose:
+            break
         escaped = "".join(p if code else _escape_loose(p, loose) for code, p in _pieces(escaped))
     return escaped
 
