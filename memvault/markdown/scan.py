@@ -191,17 +191,13 @@ def code_spans(line: str) -> list[tuple[int, int]]:
         if line[i] != "`":
             i += 1
             continue
-        j = i
-        while j < n and line[j] == "`":
-            j += 1
+        j = _run_end(line, i)
         close, k = -1, j
         while k < n:
             if line[k] != "`":
                 k += 1
                 continue
-            m = k
-            while m < n and line[m] == "`":
-                m += 1
+            m = _run_end(line, k)
             if m - k == j - i:
                 close = m
                 break
@@ -212,6 +208,13 @@ def code_spans(line: str) -> list[tuple[int, int]]:
             spans.append((i, close))
             i = close
     return spans
+
+
+def _run_end(line: str, i: int) -> int:
+    """Where the run of backticks starting at ``i`` ends."""
+    while i < len(line) and line[i] == "`":
+        i += 1
+    return i
 
 
 _ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
