@@ -100,22 +100,16 @@ def disk_full(exc: BaseException, path: object = None) -> DiskFullError | None:
     device`), which names the file.
     """
     import errno
+    import os
     import re
 
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         where = exc.filename or path or "the memory home"
     elif isinstance(exc, OSError) and exc.errno is not None:
         return None
-    elif any(m in str(exc) for m in (os_message(errno.ENOSPC), os_message(errno.EDQUOT))):
+    elif any(os.strerror(code) in str(exc) for code in (errno.ENOSPC, errno.EDQUOT)):
         named = re.search(r"""file ["']([^"']+)["']""", str(exc))
         where = named.group(1) if named else path or "the memory home"
     else:
         return None
     return DiskFullError(f"disk full: {where} — free some space and run the command again")
-
-
-def os_message(code: int) -> str:
-    """The C library's text for ``code`` ("No space left on device")."""
-    import os
-
-    return os.strerror(code)

@@ -18,7 +18,8 @@ from datetime import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memvault.engines.settings import EngineName, EngineSettings
@@ -66,18 +67,12 @@ class IngestSettings(Section):
     low_value_patterns: list[str] = Field(
         default_factory=list, description="Extra regexes for acknowledgements left out of chunking"
     )
-    @field_validator("redact_patterns")
+    @field_validator("redact_patterns", "low_value_patterns")
     @classmethod
-    def _valid_redact_patterns(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, pattern in value.items():
-            _check_regex(pattern, f"redaction pattern {name!r}")
-        return value
-
-    @field_validator("low_value_patterns")
-    @classmethod
-    def _valid_low_value_patterns(cls, value: list[str]) -> list[str]:
-        for pattern in value:
-            _check_regex(pattern, f"low-value pattern {pattern!r}")
+    def _valid_patterns(cls, value: dict[str, str] | list[str], info: ValidationInfo) -> dict[str, str] | list[str]:
+        named = value.items() if isinstance(value, dict) else ((p, p) for p in value)
+        for name, pattern in named:
+            _check_regex(pattern, f"{info.field_name} {name!r}")
         return value
 
     max_string_bytes: int = Field(

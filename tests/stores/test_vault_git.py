@@ -148,16 +148,22 @@ def test_a_lock_a_live_git_process_may_hold_is_named_with_what_to_do(home: Path)
         running.wait()
 
 
-def test_a_lock_older_than_every_git_process_of_the_home_is_removed_and_logged(home: Path, caplog) -> None:
-    # What a SIGKILL of git leaves: the lock, and no git process of this home that could own it.
+def _commit_past_a_killed_git(home: Path, caplog, age_s: float) -> None:
+    """What a SIGKILL of git leaves: the lock, ``age_s`` old, and no git process that could own
+    it; the next commit removes it and says so."""
     lock = home / ".git" / "index.lock"
     lock.write_text("")
-    os.utime(lock, (time.time() - 60, time.time() - 60))
+    os.utime(lock, (time.time() - age_s, time.time() - age_s))
     vault = Vault(home)
     vault.write(home / "articles" / "Tides.md", "# Tides\n\nOne.\n")
     with caplog.at_level(logging.WARNING, logger="stores.vault"):
         assert vault.commit("after the kill") is not None
     assert not lock.exists() and "removed the stale git index lock" in caplog.text
+
+
+def test_a_lock_older_than_every_git_process_of_the_home_is_removed_and_logged(home: Path, caplog) -> None:
+    _commit_past_a_killed_git(home, caplog, age_s=60)
+
 
 def test_without_proc_ps_lists_every_live_git_process(tmp_path: Path) -> None:
     """macOS has no /proc: `ps` gives each live git process's elapsed time, so a lock made
@@ -182,11 +188,4 @@ def test_a_machine_without_proc_removes_a_stale_lock_through_ps(home: Path, monk
     import stores.vault as vault_module
 
     monkeypatch.setattr(vault_module, "git_process_starts", lambda _home: vault_module.ps_git_starts())
-    lock = home / ".git" / "index.lock"
-    lock.write_text("")
-    os.utime(lock, (time.time() - 3600, time.time() - 3600))
-    vault = Vault(home)
-    vault.write(home / "articles" / "Tides.md", "# Tides\n\nOne.\n")
-    with caplog.at_level(logging.WARNING, logger="stores.vault"):
-        assert vault.commit("after the kill") is not None
-    assert not lock.exists() and "removed the stale git index lock" in caplog.text
+    _commit_past_a_killed_git(home, caplog, age_s=3600)
