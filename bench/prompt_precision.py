@@ -20,8 +20,9 @@ what the figures are measured on:
   the issue names (no split: the rule is "never").
 
 ``--tune`` computes each tune prompt's signals in process (the same ``evaluate``) and prints
-the thresholds that inject on the fewest unrelated prompts while injecting on at least
-``--min-answerable`` (95 %) of the answerable ones; the report runs with the thresholds in the home's
+the coverage weight and threshold (the top cosine's weight as set) that inject on the fewest
+unrelated prompts while injecting on at least ``--min-answerable`` (95 %) of the answerable
+ones (bench/prompt_decisions.py weighs whole decisions, and chose the shipped one); the report runs with the thresholds in the home's
 settings (the shipped defaults unless ``--set`` overrides one). The report runs the real hook
 — ``memvault --home H prompt-recall`` with Claude Code's UserPromptSubmit JSON on stdin —
 starting from no daemon, so the first call starts it as a user's would; wall times are the
@@ -158,7 +159,7 @@ def tune(home: Path, ans: list[Any], unrel: list[Any], min_answerable: float) ->
     from memvault.live.prompt_gate import GateParams, Signals, decide
     from memvault.config.settings import load_settings
 
-    cache = home.parent / "tune-signals.json"
+    cache = home.parent / "tune-signals-v2.json"  # v2: with the top cosine and dates matched
     if cache.is_file():
         saved = json.loads(cache.read_text(encoding="utf-8"))
         sig_a = [None if s is None else Signals(tuple(s[0]), *s[1:]) for s in saved["a"]]
@@ -176,7 +177,7 @@ def tune(home: Path, ans: list[Any], unrel: list[Any], min_answerable: float) ->
 
     # The least unrelated rate among the thresholds that inject at least --min-answerable of
     # the answerable prompts; among those, the most answerable.
-    grid = itertools.product([w / 20 for w in range(0, 21)], [t / 100 for t in range(30, 120)], (0.0, 0.25))
+    grid = itertools.product([w / 20 for w in range(0, 21)], [t / 100 for t in range(30, 200)], (0.0, 0.25))
     for w, t, cos in grid:
         p = GateParams(w_coverage=w, min_evidence=t, min_cos=cos)
         a = sum(injects(s, p) for s in sig_a) / len(sig_a)

@@ -95,7 +95,7 @@ def main() -> int:
         held = [g is not None and bool(a.block) and in_block(a.block, g) for (_, g), a in zip(prompts, got)]
         sizes = [len(a.block) for a in got if a.block]
         best = None
-        grid = itertools.product([x / 20 for x in range(0, 21)], [x / 100 for x in range(30, 120)])
+        grid = itertools.product([x / 20 for x in range(0, 21)], [x / 100 for x in range(30, 200)])
         fixed = [tuple(float(x) for x in args.at.split(","))] if args.at else None
         for w, t in fixed or grid:
             p = GateParams(w_coverage=w, min_evidence=t, weigh=weigh)
