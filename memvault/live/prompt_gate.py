@@ -235,7 +235,7 @@ def decide(s: Signals, p: GateParams) -> tuple[bool, list[str]]:
         f"IDF mass {s.idf_mass:.1f} in this home",
         f"the best of the top {p.weigh} evidence units: cosine {s.cos:.3f}, and it holds {s.coverage:.0%} of that mass "
         "(a date word counts when the unit's date matches)",
-        f"the closest node of the home (any kind): cosine {s.top_cos:.3f}",
+        f"the closest node of the home (any kind, not of this session): cosine {s.top_cos:.3f}",
         f"evidence = unit cosine {s.cos:.3f} + {p.w_top:g} × top cosine {s.top_cos:.3f} + {p.w_coverage:g} × coverage "
         f"{s.coverage:.3f} = {score:.3f}, threshold {p.min_evidence:.3f}: {verdict}"
         + (f" (and the unit cosine needs ≥ {p.min_cos:.2f})" if p.min_cos > 0 else ""),

@@ -10,7 +10,8 @@ The decision (``evaluate``) weighs what recall found (``measure``, then
 ``memvault.live.prompt_gate.decide``): the best evidence unit's cosine, the home's top cosine,
 and how much of the prompt's information (its rare words, its dates) the unit holds; the
 cosine over the prompt's background and whether both lists agree are shown too. The turns of
-the session the prompt is typed in are left out. The block (``memvault.recall.evidence``) shows the matching turns with their dates.
+the session the prompt is typed in are left out. The block (``memvault.recall.evidence``) shows
+the matching turns with their dates.
 Standard library only at import: the heavy modules load inside ``evaluate``.
 """
 
