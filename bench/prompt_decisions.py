@@ -71,18 +71,12 @@ def strict_threshold(scores: Sequence[float | None], labels: Sequence[str]) -> f
 
 
 def main() -> int:
-    from memvault.config.settings import load_settings
     from memvault.live.prompt_gate import GateParams, bounded_query, trivial_reason
-    from memvault.ops.memory import MemoryService
     from memvault.ops.prompt_recall import _document_frequencies, evaluate, measure
-    from bench.prompt_precision import answerable, build_home, half, in_block, unrelated_prompts
-    from bench.recall_quality import CachedEmbedder
+    from bench.prompt_precision import answerable, build_home, half, in_block, reading_service, source_args, unrelated_prompts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "eval" / "locomo" / "locomo_dev.json")
-    ap.add_argument("--koala", type=Path)
-    ap.add_argument("--hh", type=Path)
-    ap.add_argument("--work", type=Path, required=True)
+    source_args(ap)
     ap.add_argument("--json", action="store_true", help="rows as JSON lines instead of a Markdown table")
     args = ap.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))
@@ -91,9 +85,7 @@ def main() -> int:
     prompts: list[tuple[str, str, list[str] | None]] = [(f"{split}:ans", q, g) for split, q, g, _ in answerable(data)]
     prompts += [(f"{half(p)}:unrel", p, None) for _, p in
                 unrelated_prompts(args.koala, args.hh, args.data.resolve().parents[2])]
-    embedder = CachedEmbedder(args.work / "queries.pkl")
-    service = MemoryService(load_settings(home), embedder)
-    service._log_access = lambda ids: None  # type: ignore[method-assign]  # the bench reads, it does not use
+    service, embedder = reading_service(home, args.work)
     df, _ = _document_frequencies(service)
     loose = GateParams(min_evidence=-10.0, min_cos=-1.0)
     measured: dict[tuple[int, bool], list[Feats]] = {(w, d): [] for w in (1, 3, 5) for d in (False, True)}

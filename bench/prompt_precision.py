@@ -235,12 +235,40 @@ def report(home: Path, ans: list[Any], unrel: list[Any], reps: int) -> dict[str,
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def source_args(ap: argparse.ArgumentParser) -> None:
+    """``--data``, ``--koala``, ``--hh`` (where the sets are read) and ``--work`` (the cache)."""
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "eval" / "locomo" / "locomo_dev.json")
     ap.add_argument("--koala", type=Path, help="koala_test_set.jsonl (github.com/arnav-gudibande/koala-test-set)")
     ap.add_argument("--hh", type=Path, help="harmless-base/test.jsonl.gz (github.com/anthropics/hh-rlhf)")
     ap.add_argument("--work", type=Path, required=True, help="cache folder outside the repository (home, embeddings)")
+
+
+def reading_service(home: Path, work: Path) -> tuple[Any, Any]:
+    """``(service, embedder)``: a MemoryService over ``home`` whose query vectors are cached in
+    ``work`` (``embedder.save()`` keeps them), that reads each conversation's turns once and
+    logs no access (the bench reads, it does not use)."""
+    from memvault.config.settings import load_settings
+    from memvault.ops.memory import MemoryService
+    from bench.recall_quality import CachedEmbedder
+
+    embedder = CachedEmbedder(work / "queries.pkl")
+    service = MemoryService(load_settings(home), embedder)
+    service._log_access = lambda ids: None  # type: ignore[method-assign]
+    docs: dict[str, Any] = {}
+    read_doc = service.nodes.doc_nodes
+
+    def doc_nodes(doc: str) -> Any:
+        if doc not in docs:
+            docs[doc] = read_doc(doc)
+        return docs[doc]
+
+    service.nodes.doc_nodes = doc_nodes  # type: ignore[method-assign]
+    return service, embedder
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    source_args(ap)
     ap.add_argument("--tune", action="store_true", help="choose the thresholds on the tune split")
     ap.add_argument("--min-answerable", type=float, default=0.95, help="--tune: least share of answerable prompts injected")
     ap.add_argument("--limit", type=int, default=0, help="at most this many answerable prompts per split (0: all)")
