@@ -20,8 +20,9 @@ what the figures are measured on:
   the issue names (no split: the rule is "never").
 
 ``--tune`` computes each tune prompt's signals in process (the same ``evaluate``) and prints
-the thresholds that inject on the fewest unrelated prompts while injecting on at least
-``--min-answerable`` (95 %) of the answerable ones; the report runs with the thresholds in the home's
+the coverage weight and threshold (the top cosine's weight as set) that inject on the fewest
+unrelated prompts while injecting on at least ``--min-answerable`` (95 %) of the answerable
+ones (bench/prompt_decisions.py weighs whole decisions, and chose the shipped one); the report runs with the thresholds in the home's
 settings (the shipped defaults unless ``--set`` overrides one). The report runs the real hook
 — ``memvault --home H prompt-recall`` with Claude Code's UserPromptSubmit JSON on stdin —
 starting from no daemon, so the first call starts it as a user's would; wall times are the
@@ -158,7 +159,7 @@ def tune(home: Path, ans: list[Any], unrel: list[Any], min_answerable: float) ->
     from memvault.live.prompt_gate import GateParams, Signals, decide
     from memvault.config.settings import load_settings
 
-    cache = home.parent / "tune-signals.json"
+    cache = home.parent / "tune-signals-v2.json"  # v2: with the top cosine and dates matched
     if cache.is_file():
         saved = json.loads(cache.read_text(encoding="utf-8"))
         sig_a = [None if s is None else Signals(tuple(s[0]), *s[1:]) for s in saved["a"]]
@@ -176,7 +177,7 @@ def tune(home: Path, ans: list[Any], unrel: list[Any], min_answerable: float) ->
 
     # The least unrelated rate among the thresholds that inject at least --min-answerable of
     # the answerable prompts; among those, the most answerable.
-    grid = itertools.product([w / 20 for w in range(0, 21)], [t / 100 for t in range(30, 120)], (0.0, 0.25))
+    grid = itertools.product([w / 20 for w in range(0, 21)], [t / 100 for t in range(30, 200)], (0.0, 0.25))
     for w, t, cos in grid:
         p = GateParams(w_coverage=w, min_evidence=t, min_cos=cos)
         a = sum(injects(s, p) for s in sig_a) / len(sig_a)
@@ -234,12 +235,40 @@ def report(home: Path, ans: list[Any], unrel: list[Any], reps: int) -> dict[str,
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def source_args(ap: argparse.ArgumentParser) -> None:
+    """``--data``, ``--koala``, ``--hh`` (where the sets are read) and ``--work`` (the cache)."""
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "eval" / "locomo" / "locomo_dev.json")
     ap.add_argument("--koala", type=Path, help="koala_test_set.jsonl (github.com/arnav-gudibande/koala-test-set)")
     ap.add_argument("--hh", type=Path, help="harmless-base/test.jsonl.gz (github.com/anthropics/hh-rlhf)")
     ap.add_argument("--work", type=Path, required=True, help="cache folder outside the repository (home, embeddings)")
+
+
+def reading_service(home: Path, work: Path) -> tuple[Any, Any]:
+    """``(service, embedder)``: a MemoryService over ``home`` whose query vectors are cached in
+    ``work`` (``embedder.save()`` keeps them), that reads each conversation's turns once and
+    logs no access (the bench reads, it does not use)."""
+    from memvault.config.settings import load_settings
+    from memvault.ops.memory import MemoryService
+    from bench.recall_quality import CachedEmbedder
+
+    embedder = CachedEmbedder(work / "queries.pkl")
+    service = MemoryService(load_settings(home), embedder)
+    service._log_access = lambda ids: None  # type: ignore[method-assign]
+    docs: dict[str, Any] = {}
+    read_doc = service.nodes.doc_nodes
+
+    def doc_nodes(doc: str) -> Any:
+        if doc not in docs:
+            docs[doc] = read_doc(doc)
+        return docs[doc]
+
+    service.nodes.doc_nodes = doc_nodes  # type: ignore[method-assign]
+    return service, embedder
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    source_args(ap)
     ap.add_argument("--tune", action="store_true", help="choose the thresholds on the tune split")
     ap.add_argument("--min-answerable", type=float, default=0.95, help="--tune: least share of answerable prompts injected")
     ap.add_argument("--limit", type=int, default=0, help="at most this many answerable prompts per split (0: all)")

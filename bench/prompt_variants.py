@@ -47,18 +47,12 @@ SHAPES = {
 
 
 def main() -> int:
-    from memvault.ops.memory import MemoryService
     from memvault.ops.prompt_recall import evaluate
     from memvault.live.prompt_gate import GateParams, Signals, bounded_query
-    from memvault.config.settings import load_settings
-    from bench.prompt_precision import answerable, build_home, half, in_block, unrelated_prompts
-    from bench.recall_quality import CachedEmbedder
+    from bench.prompt_precision import answerable, build_home, half, in_block, reading_service, source_args, unrelated_prompts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "eval" / "locomo" / "locomo_dev.json")
-    ap.add_argument("--koala", type=Path)
-    ap.add_argument("--hh", type=Path)
-    ap.add_argument("--work", type=Path, required=True)
+    source_args(ap)
     ap.add_argument("--split", choices=("tune", "report"), default="tune")
     ap.add_argument("--max-unrelated", type=float, default=0.015, help="a threshold row counts when it injects on at most this share")
     ap.add_argument("--min-answerable", type=float, default=0.95)
@@ -70,18 +64,7 @@ def main() -> int:
     home = build_home(data, args.work)
     ans = [x for x in answerable(data) if x[0] == args.split]
     unrel = [x for x in unrelated_prompts(args.koala, args.hh, args.data.resolve().parents[2]) if half(x[1]) == args.split]
-    embedder = CachedEmbedder(args.work / "queries.pkl")
-    service = MemoryService(load_settings(home), embedder)
-    service._log_access = lambda ids: None  # type: ignore[method-assign]  # the bench reads, it does not use
-    docs: dict[str, Any] = {}
-    read_doc = service.nodes.doc_nodes
-
-    def doc_nodes(doc: str) -> Any:  # a conversation's turns are read once per run
-        if doc not in docs:
-            docs[doc] = read_doc(doc)
-        return docs[doc]
-
-    service.nodes.doc_nodes = doc_nodes  # type: ignore[method-assign]
+    service, embedder = reading_service(home, args.work)
     prompts = [(q, g) for _, q, g, _ in ans] + [(p, None) for _, p in unrel]
     found = [service.scored_candidates(bounded_query(q), None) for q, _ in prompts]
     embedder.save()
@@ -95,7 +78,7 @@ def main() -> int:
         held = [g is not None and bool(a.block) and in_block(a.block, g) for (_, g), a in zip(prompts, got)]
         sizes = [len(a.block) for a in got if a.block]
         best = None
-        grid = itertools.product([x / 20 for x in range(0, 21)], [x / 100 for x in range(30, 120)])
+        grid = itertools.product([x / 20 for x in range(0, 21)], [x / 100 for x in range(30, 200)])
         fixed = [tuple(float(x) for x in args.at.split(","))] if args.at else None
         for w, t in fixed or grid:
             p = GateParams(w_coverage=w, min_evidence=t, weigh=weigh)

@@ -184,7 +184,7 @@ def test_live_prompt_defaults_are_the_gates() -> None:
     from memvault.config.settings import LiveSettings
 
     live, gate = LiveSettings(), GateParams()
-    assert (live.prompt_min_words, live.prompt_coverage_weight, live.prompt_min_evidence, live.prompt_min_cos,
-            live.prompt_min_margin) == (gate.min_words, gate.w_coverage, gate.min_evidence, gate.min_cos,
-                                        gate.min_margin)
+    assert (live.prompt_min_words, live.prompt_coverage_weight, live.prompt_top_weight, live.prompt_min_evidence,
+            live.prompt_min_cos, live.prompt_min_margin) == (gate.min_words, gate.w_coverage, gate.w_top,
+                                                             gate.min_evidence, gate.min_cos, gate.min_margin)
     assert live.prompt_timeout_s == SERVE_TIMEOUT_S

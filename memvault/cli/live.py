@@ -55,8 +55,8 @@ def prompt_recall(
     """Agent hook (UserPromptSubmit): print a <memory-recall> block for the prompt, or nothing.
 
     A block appears only when the memory holds evidence for the prompt (see docs/agents.md:
-    trivial prompts never; then coverage of the prompt's rare words, cosine over the prompt's
-    background, agreement of the two lists). The home's hook daemon answers (started by the
+    trivial prompts never; then the best unit's cosine + the home's top cosine + the share of
+    the prompt's rare words and dates the unit holds, against a threshold). The home's hook daemon answers (started by the
     first hook). Exits 0. `--explain PROMPT` prints the decision in words and numbers.
 
     Example: echo '{"prompt": "how do we back up postgres?"}' | memvault prompt-recall

@@ -326,9 +326,11 @@ class LiveSettings(Section):
     prompt_max_chars: int = Field(ge=200, default=1_500, description="prompt-recall: most characters in the injected block, frame and header included")
     prompt_min_words: int = Field(ge=1, default=_GATE.min_words, description="prompt-recall: content words a prompt needs before memory is looked up (fewer: a trivial prompt, nothing injected)")
     prompt_coverage_weight: float = Field(
-        ge=0, default=_GATE.w_coverage, description="prompt-recall: weight of coverage (the share of the prompt's IDF mass in this home that the best evidence unit holds) in the evidence score, cosine + weight × coverage")
+        ge=0, default=_GATE.w_coverage, description="prompt-recall: weight of coverage (the share of the prompt's IDF mass in this home that the best evidence unit holds; a date word counts when the unit's date matches) in the evidence score")
+    prompt_top_weight: float = Field(
+        ge=0, default=_GATE.w_top, description="prompt-recall: weight of the top cosine (the closest node of the home, any kind, outside the prompt's own session) in the evidence score")
     prompt_min_evidence: float = Field(
-        ge=0, default=_GATE.min_evidence, description="prompt-recall: the evidence score (cosine + prompt_coverage_weight × coverage) a block needs")
+        ge=0, default=_GATE.min_evidence, description="prompt-recall: the evidence score a block needs: unit cosine + prompt_top_weight × top cosine + prompt_coverage_weight × coverage")
     prompt_min_cos: float = Field(ge=0, le=1, default=_GATE.min_cos, description="prompt-recall: the least cosine of the best evidence unit (0: the evidence score alone decides)")
     prompt_min_margin: float = Field(
         ge=-1, le=1, default=_GATE.min_margin, description="prompt-recall: how far the best unit's cosine must stand above the prompt's background (mean cosine of its vector hits from rank 10 on); -1: not required")

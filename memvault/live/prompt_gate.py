@@ -7,10 +7,11 @@ Three questions, each answered from text alone or from numbers recall measured:
   "continue", "hi", yes/no, a slash command, a short follow-up — never gets a block, and is
   answered before any index or model is touched.
 - ``Signals`` / ``decide``: for a prompt that does carry content, the evidence recall found
-  for it — how much of the prompt's information (IDF mass of its content words in this home)
-  the best unit holds, and how close it is in meaning — as one evidence score, cosine +
-  ``w_coverage`` × coverage, against a threshold chosen on held-out data
-  (bench/prompt_precision.py). The cosine's margin over the prompt's background (the mean
+  for it — how close the best evidence unit is in meaning, how close the home's closest node
+  is, and how much of the prompt's information (IDF mass of its content words in this home;
+  a date word held by the unit's date) the unit holds — as one evidence score, unit cosine +
+  top cosine + coverage, against a threshold chosen on held-out data
+  (bench/prompt_decisions.py). The cosine's margin over the prompt's background (the mean
   cosine of the vector list's tail) and the agreement of the lexical and vector lists are
   measured and explained too; on the tuning data neither separated answerable from unrelated
   prompts beyond the score, so the margin gates only when ``min_margin`` is set.
@@ -23,7 +24,10 @@ Three questions, each answered from text alone or from numbers recall measured:
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from datetime import datetime  # the hook imports this module; datetime costs it ~1 ms
 
 QUERY_MAX_CHARS = 2_000  # a prompt longer than this is cut before any work (megabyte pastes)
 
@@ -131,15 +135,49 @@ def idf(df: int, docs: int) -> float:
     return math.log((docs + 1) / (df + 0.5))
 
 
-def coverage(query_words: Iterable[str], unit_text: str, df: Mapping[str, int], docs: int) -> tuple[float, float]:
+_MONTHS = {m: n for n, m in enumerate("january february march april may june july august september october "
+                                       "november december".split(), start=1)}
+
+
+def date_words(text: str) -> dict[str, tuple[str, int]]:
+    """The words of ``text`` that name a date: a month ("may" only beside a number), a year
+    (1900–2099) or a day (a number up to 31 beside a month), each with what it names."""
+    toks = words(text)
+    out: dict[str, tuple[str, int]] = {}
+    for i, t in enumerate(toks):
+        near = toks[max(0, i - 1):i] + toks[i + 1:i + 2]
+        if t in _MONTHS and (t != "may" or any(x.isdigit() for x in near)):
+            out[t] = ("month", _MONTHS[t])
+        elif t.isdigit() and len(t) == 4 and 1900 <= int(t) <= 2099:
+            out[t] = ("year", int(t))
+        elif t.isdigit() and 1 <= int(t) <= 31 and any(x in _MONTHS for x in near):
+            out[t] = ("day", int(t))
+    return out
+
+
+def _date_holds(kind: str, value: int, when: "datetime | None") -> bool:
+    """A unit's date holds a date word: the same year or month; a day only says "a date" (a
+    question asks about "the week before 9 November", so any dated unit holds it)."""
+    if when is None:
+        return False
+    return kind == "day" or (kind == "year" and when.year == value) or (kind == "month" and when.month == value)
+
+
+def coverage(query_words: Iterable[str], unit_text: str, df: Mapping[str, int], docs: int,
+             when: "datetime | None" = None, dates: Mapping[str, tuple[str, int]] | None = None) -> tuple[float, float]:
     """``(covered, mass)``: the IDF mass of the query's content words, and the share of it
-    that ``unit_text`` holds (a word counts when the unit holds it or a word it starts)."""
+    that ``unit_text`` holds (a word counts when the unit holds it or a word it starts). A
+    date word of the query (``dates``, from ``date_words``) counts when the unit's date
+    ``when`` holds it: a turn's date is not in its text, and "in May 2023" asks for it."""
     have = {w.split("'", 1)[0] for w in words(unit_text)}
+    dates = dates or {}
     total = got = 0.0
     for w in query_words:
         weight = idf(df.get(w, 0), docs)
         total += weight
-        if w in have or (len(w) >= 5 and any(h.startswith(w[:5]) for h in have)):
+        if w in dates:
+            got += weight if _date_holds(*dates[w], when) else 0.0
+        elif w in have or (len(w) >= 5 and any(h.startswith(w[:5]) for h in have)):
             got += weight
     return (got / total if total else 0.0), total
 
@@ -150,14 +188,19 @@ SERVE_TIMEOUT_S = 0.8
 
 
 class GateParams(NamedTuple):
-    """Thresholds of the decision (defaults chosen on bench/prompt_precision.py's tuning split)."""
+    """Weights and thresholds of the decision. The defaults were chosen on the tune split of
+    bench/prompt_decisions.py (LoCoMo dev conversations 1–3 and the tune half of the unrelated
+    real prompts; `bench/prompt_decisions.py --work CACHE/pp3`): a logistic fit of injecting on
+    (unit cosine, top cosine, coverage) weighed the three alike (4.9, 4.9, 5.0), so each counts
+    once, and ``min_evidence`` is the lowest threshold (to 0.01) that injects on no unrelated tune prompt."""
 
     min_words: int = 2
-    w_coverage: float = 0.4
-    min_evidence: float = 0.55
+    w_coverage: float = 1.0
+    min_evidence: float = 1.24
     min_cos: float = 0.0
     min_margin: float = -1.0
     weigh: int = 3  # the best of this many evidence units decides
+    w_top: float = 1.0  # weight of the home's top cosine (any node, exchanges included)
 
 
 class Signals(NamedTuple):
@@ -171,25 +214,31 @@ class Signals(NamedTuple):
     background: float
     agree: bool
     in_project: bool = False
+    top_cos: float = 0.0  # the best cosine of any node of the home outside the prompt's own session
 
     @property
     def margin(self) -> float:
         return self.cos - self.background
 
     def evidence(self, p: GateParams) -> float:
-        """The evidence score: closeness in meaning plus the share of the prompt's rare words held."""
-        return self.cos + p.w_coverage * self.coverage
+        """The evidence score: how close the best evidence unit and the home's closest node are
+        in meaning, plus the share of the prompt's rare words (and dates) the unit holds."""
+        return self.cos + p.w_top * self.top_cos + p.w_coverage * self.coverage
 
 
 def decide(s: Signals, p: GateParams) -> tuple[bool, list[str]]:
     """Inject or not, and each reason as a sentence with its number and threshold."""
     score = s.evidence(p)
+    verdict = "enough" if score >= p.min_evidence else "not enough"
     reasons = [
         f"content words: {len(s.words)} ({', '.join(s.words[:8])}{'…' if len(s.words) > 8 else ''}), "
         f"IDF mass {s.idf_mass:.1f} in this home",
-        f"the best evidence unit holds {s.coverage:.0%} of that mass; its cosine is {s.cos:.3f}",
-        f"evidence = cosine + {p.w_coverage:g} × coverage = {score:.3f} (needs ≥ {p.min_evidence:.3f}, "
-        f"and cosine ≥ {p.min_cos:.2f})",
+        f"the best of the top {p.weigh} evidence units: cosine {s.cos:.3f}, and it holds {s.coverage:.0%} of that mass "
+        "(a date word counts when the unit's date matches)",
+        f"the closest node of the home (any kind, not of this session): cosine {s.top_cos:.3f}",
+        f"evidence = unit cosine {s.cos:.3f} + {p.w_top:g} × top cosine {s.top_cos:.3f} + {p.w_coverage:g} × coverage "
+        f"{s.coverage:.3f} = {score:.3f}, threshold {p.min_evidence:.3f}: {verdict}"
+        + (f" (and the unit cosine needs ≥ {p.min_cos:.2f})" if p.min_cos > 0 else ""),
         f"cosine {s.margin:+.3f} over the prompt's background {s.background:.3f}"
         + (f" (needs ≥ {p.min_margin:+.3f})" if p.min_margin > -1.0 else " (shown, not required)"),
         "the lexical and vector lists agree on it" if s.agree else "the lexical and vector lists do not agree on it",

@@ -6,10 +6,12 @@ home's warm process — the hook daemon (``memvault.live.hookd_client``, started
 running `memvault serve` — and answers in process only when neither can. It never fails the
 agent: trouble is one line in ``.memvault/live.log`` (never the payload) and nothing printed.
 
-The decision (``evaluate``) weighs what recall found (``memvault.live.prompt_gate.decide``): how much
-of the prompt's information the best evidence unit holds, its cosine against the prompt's
-background, whether both lists agree; the turns of the session the prompt is typed in are
-left out. The block (``memvault.recall.evidence``) shows the matching turns with their dates.
+The decision (``evaluate``) weighs what recall found (``measure``, then
+``memvault.live.prompt_gate.decide``): the best evidence unit's cosine, the home's top cosine,
+and how much of the prompt's information (its rare words, its dates) the unit holds; the
+cosine over the prompt's background and whether both lists agree are shown too. The turns of
+the session the prompt is typed in are left out. The block (``memvault.recall.evidence``) shows
+the matching turns with their dates.
 Standard library only at import: the heavy modules load inside ``evaluate``.
 """
 
@@ -26,6 +28,8 @@ from memvault.live.prompt_gate import (SERVE_TIMEOUT_S, GateParams, Signals, bou
                                   decide, explain, trivial_reason)
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from memvault.ops.memory import MemoryService
     from memvault.ops.results import PromptRecallAnswer
     from memvault.recall.evidence import Shape
@@ -54,6 +58,7 @@ class PromptAnswer(NamedTuple):
                 "signals": None if s is None else {"words": list(s.words), "idf_mass": round(s.idf_mass, 3),
                                                    "coverage": round(s.coverage, 3), "cos": round(s.cos, 4),
                                                    "background": round(s.background, 4), "margin": round(s.margin, 4),
+                                                   "top_cos": round(s.top_cos, 4),
                                                    "agree": s.agree, "in_project": s.in_project}}
 
 
@@ -61,7 +66,7 @@ def gate_params(live: Any) -> GateParams:
     """The decision's thresholds from the ``[live]`` settings."""
     return GateParams(min_words=live.prompt_min_words, w_coverage=live.prompt_coverage_weight,
                       min_evidence=live.prompt_min_evidence, min_cos=live.prompt_min_cos,
-                      min_margin=live.prompt_min_margin)
+                      min_margin=live.prompt_min_margin, w_top=live.prompt_top_weight)
 
 
 def session_doc(session_id: str | None, source: str = "claude-code") -> str | None:
@@ -98,7 +103,6 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
     """Decide for ``prompt`` and shape its block (empty when nothing should be injected).
     ``found``: ``service.scored_candidates``' answer for this prompt, when already at hand (the
     bench weighs many decisions and shapes on one recall)."""
-    from memvault.live.prompt_gate import contentless, structural
     from memvault.recall.evidence import merge, passage_for, render_prompt_block
 
     live = service.settings.live
@@ -111,38 +115,10 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
     reason = trivial_reason(query, params.min_words)
     if reason:
         return PromptAnswer("", False, [f"trivial prompt: {reason}"])
-    scored, rows, cands, qv = found or service.scored_candidates(query, cwd)
-    own = session_doc(session_id)
-    vector_cos = sorted((c.cos for c in cands if c.vector_rank is not None and c.cos is not None), reverse=True)
-    tail = vector_cos[BACKGROUND_FROM:] or vector_cos[-1:]
-    background = sum(tail) / len(tail) if tail else 0.0
-    units: list[tuple[Any, dict[str, Any], float]] = []
-    for s in scored:
-        row = rows[s.id]
-        if row.get("kind") in ("conversation", "exchange") or (own and row.get("doc") == own):
-            continue
-        text = str(row.get("text") or "")
-        if structural(text) or contentless(text):
-            continue
-        if any(_nested(row, other) for _, other, _ in units):
-            continue  # an article, its section and its paragraph say one thing once
-        c = s.candidate
-        cos = c.cos if c.cos is not None else (float(c.vector @ qv) if c.vector is not None else 0.0)
-        units.append((s, row, cos))
-        if len(units) == max(shape.units, params.weigh):
-            break
-    if not units:
-        return PromptAnswer("", False, ["no recalled node can stand as evidence (only greetings, headings "
-                                        "or turns of this session matched)"])
-    df, docs = _document_frequencies(service)
-    words = content_words(query)
-    weighed = units[:params.weigh]
-    shares = [coverage(words, str(row.get("fts_text") or row.get("text") or ""), df, docs) for _, row, _ in weighed]
-    best_cos = max(cos for _, _, cos in weighed)
-    agree = any((s.candidate.vector_rank or 999) <= AGREE_DEPTH and (s.candidate.fts_rank or 999) <= AGREE_DEPTH
-                for s, _, _ in weighed)
-    signals = Signals(tuple(words), shares[0][1], max(share for share, _ in shares), best_cos, background, agree,
-                      any(s.candidate.in_project for s, _, _ in weighed))
+    measured = measure(service, query, cwd, session_id, max(shape.units, params.weigh), params.weigh, found)
+    if isinstance(measured, str):
+        return PromptAnswer("", False, [measured])
+    signals, units = measured
     inject, reasons = decide(signals, params)
     if not inject:
         return PromptAnswer("", False, reasons, signals)
@@ -156,6 +132,69 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
     block = render_prompt_block(query, merge(passages), max_chars or live.prompt_max_chars, shape)
     service._log_access([row["id"] for _, row, _ in units[:shape.units]])
     return PromptAnswer(block, bool(block), reasons, signals)
+
+
+def measure(service: "MemoryService", query: str, cwd: str | None = None, session_id: str | None = None,
+            units_max: int = 8, weigh: int = 3, found: tuple[Any, ...] | None = None, match_dates: bool = True
+            ) -> tuple[Signals, list[tuple[Any, dict[str, Any], float]]] | str:
+    """The signals the decision reads for ``query`` (already bounded and not trivial) and the
+    evidence units in rank order (at most ``units_max``; the first ``weigh`` are measured), or
+    the reason there is no evidence unit at all. ``match_dates=False``: date words count only
+    when a unit's text holds them (the bench weighs that variant)."""
+    from memvault.live.prompt_gate import contentless, date_words, structural
+
+    scored, rows, cands, qv = found or service.scored_candidates(query, cwd)
+    own = session_doc(session_id)
+    vector_cos = sorted((c.cos for c in cands if c.vector_rank is not None and c.cos is not None), reverse=True)
+    tail = vector_cos[BACKGROUND_FROM:] or vector_cos[-1:]
+    background = sum(tail) / len(tail) if tail else 0.0
+    # The closest node of any kind, an exchange too (two turns say more than one), but never
+    # one of the session the prompt is typed in.
+    top_cos = max((c.cos for c in cands if c.vector_rank is not None and c.cos is not None
+                   and not (own and (c.doc or (rows.get(c.id) or {}).get("doc")) == own)), default=0.0)
+    units: list[tuple[Any, dict[str, Any], float]] = []
+    for s in scored:
+        row = rows[s.id]
+        if row.get("kind") in ("conversation", "exchange") or (own and row.get("doc") == own):
+            continue
+        text = str(row.get("text") or "")
+        if structural(text) or contentless(text):
+            continue
+        if any(_nested(row, other) for _, other, _ in units):
+            continue  # an article, its section and its paragraph say one thing once
+        c = s.candidate
+        cos = c.cos if c.cos is not None else (float(c.vector @ qv) if c.vector is not None else 0.0)
+        units.append((s, row, cos))
+        if len(units) == max(units_max, weigh):
+            break
+    if not units:
+        return ("no recalled node can stand as evidence (only greetings, headings "
+                "or turns of this session matched)")
+    df, docs = _document_frequencies(service)
+    words = content_words(query)
+    weighed = units[:weigh]
+    dates = date_words(query) if match_dates else {}
+    shares = [coverage(words, str(row.get("fts_text") or row.get("text") or ""), df, docs, _when(row), dates)
+              for _, row, _ in weighed]
+    best_cos = max(cos for _, _, cos in weighed)
+    agree = any((s.candidate.vector_rank or 999) <= AGREE_DEPTH and (s.candidate.fts_rank or 999) <= AGREE_DEPTH
+                for s, _, _ in weighed)
+    signals = Signals(tuple(words), shares[0][1], max(share for share, _ in shares), best_cos, background, agree,
+                      any(s.candidate.in_project for s, _, _ in weighed), top_cos)
+    return signals, units
+
+
+def _when(row: dict[str, Any]) -> "datetime | None":
+    """A node's date (a turn's is when it was said) as a datetime, or None."""
+    from datetime import datetime
+
+    value = row.get("created_at")
+    if isinstance(value, datetime) or value is None:
+        return value
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
 
 
 def _nested(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -187,6 +187,7 @@ class PromptSignals(TypedDict):
     cos: float
     background: float
     margin: float
+    top_cos: float
     agree: bool
     in_project: bool
 

@@ -137,6 +137,30 @@ def test_a_contentless_turn_never_heads_the_block(home: Path, embedder) -> None:
     assert session_doc("abc") != "conv:k1"
 
 
+def test_the_top_cosine_skips_the_prompts_own_session_and_dates_count_by_the_turns_date(home: Path, embedder) -> None:
+    from memvault.markdown.tree import conversation_nodes
+    from memvault.ops.memory import MemoryService
+    from memvault.ops.prompt_recall import measure, session_doc
+    from stores.nodes import NodeIndex
+    from memvault.stages.index import rows_for, write_index
+
+    settings = _index_backup_chat(home, embedder)
+    own = session_doc("live-1")
+    assert own is not None
+    echo = [("e0", "user", "when does the postgres backup run at night on 1 March 2026?", datetime(2026, 4, 2, 9, 0))]
+    tree = conversation_nodes(own[5:], own[5:], "this session", "2026-04-02 09:00", "claude-code", echo)
+    write_index(NodeIndex.open_or_create(settings), embedder, rows_for(own, "conversation", tree, 0), [], settings.index)
+    service = MemoryService(settings, embedder)
+    prompt = "when does the postgres backup run at night on 1 March 2026?"
+    elsewhere, inside = measure(service, prompt), measure(service, prompt, session_id="live-1")
+    assert not isinstance(elsewhere, str) and not isinstance(inside, str)
+    assert elsewhere[0].top_cos > 0.95 > inside[0].top_cos > 0.3  # the prompt's own turn is not evidence of anything
+    assert all(row["doc"] == "conv:k1" for _, row, _ in inside[1])
+    undated = measure(service, prompt, session_id="live-1", match_dates=False)
+    assert not isinstance(undated, str)
+    assert inside[0].coverage > undated[0].coverage  # "1 March 2026" is the pgBackRest turn's date, not its text
+
+
 def test_the_block_spends_its_budget_on_evidence(home: Path, embedder) -> None:
     from memvault.ops.memory import MemoryService
     from memvault.ops.prompt_recall import evaluate

@@ -4,8 +4,8 @@ from datetime import datetime
 
 import pytest
 
-from memvault.live.prompt_gate import (GateParams, Signals, bounded_query, contentless, content_words, coverage, decide,
-                                  structural, trivial_reason)
+from memvault.live.prompt_gate import (GateParams, Signals, bounded_query, contentless, content_words, coverage,
+                                       date_words, decide, structural, trivial_reason)
 from memvault.recall.evidence import as_written, merge, passage_for, render_prompt_block
 
 
@@ -45,12 +45,40 @@ def test_coverage_weighs_rare_words() -> None:
 
 
 def test_decide_explains_with_numbers() -> None:
-    s = Signals(("postgres", "backup"), 12.0, 0.8, 0.55, 0.2, True)
-    inject, reasons = decide(s, GateParams(w_coverage=0.4, min_evidence=0.55))  # not the tuned defaults: the words
-    assert inject and any("80%" in r for r in reasons) and any("= 0.870" in r and "≥ 0.550" in r for r in reasons)
-    weak = Signals(("haiku", "autumn", "leaves"), 20.0, 0.1, 0.2, 0.15, False)
-    assert decide(weak, GateParams())[0] is False
+    s = Signals(("postgres", "backup"), 12.0, 0.8, 0.45, 0.2, True, top_cos=0.5)
+    inject, reasons = decide(s, GateParams())  # unit cosine + top cosine + coverage = 1.75 ≥ 1.24
+    text = "\n".join(reasons)
+    assert inject and "80%" in text
+    assert ("unit cosine 0.450 + 1 × top cosine 0.500 + 1 × coverage 0.800 = 1.750, threshold 1.240: enough" in text)
+    weak = Signals(("haiku", "autumn", "leaves"), 20.0, 0.1, 0.35, 0.15, False, top_cos=0.4)
+    inject, reasons = decide(weak, GateParams())
+    assert not inject and any("= 0.850, threshold 1.240: not enough" in r for r in reasons)
     assert decide(s, GateParams(min_margin=0.5))[0] is False  # the margin gates only when asked to
+    assert decide(s, GateParams(w_top=0.0, min_evidence=1.3))[0] is False  # the top cosine is a term of its own
+
+
+def test_the_top_cosine_lifts_a_close_home_over_a_weak_unit() -> None:
+    """Two prompts whose best unit is alike: the one whose home holds something close in meaning
+    (an exchange, say) injects; the one with nothing close does not."""
+    unit = dict(words=("nate", "console"), idf_mass=14.0, coverage=0.35, cos=0.45, background=0.3, agree=True)
+    assert decide(Signals(**unit, top_cos=0.55), GateParams())[0] is True  # 1.35
+    assert decide(Signals(**unit, top_cos=0.42), GateParams())[0] is False  # 1.22
+
+
+def test_date_words_are_held_by_the_units_date() -> None:
+    assert date_words("What did Nate make on 9 November, 2022?") == {
+        "9": ("day", 9), "november": ("month", 11), "2022": ("year", 2022)}
+    assert date_words("you may want to read it") == {}  # "may" names a month only beside a number
+    assert date_words("on May 23, 2023")["may"] == ("month", 5)
+    query = "What dish did Nate make on 9 November, 2022?"
+    words, dates = content_words(query), date_words(query)
+    df, docs = {"dish": 20, "nate": 300, "make": 400, "november": 0, "2022": 0, "9": 0}, 4000
+    turn = "Nate: I made a coconut milk dish today"
+    same_day, _ = coverage(words, turn, df, docs, datetime(2022, 11, 9, 17, 54), dates)
+    other_year, _ = coverage(words, turn, df, docs, datetime(2021, 11, 9), dates)
+    undated, _ = coverage(words, turn, df, docs)
+    assert same_day > other_year > undated
+    assert same_day == pytest.approx(1.0)  # dish, nate and the whole date ("make" is a request word)
 
 
 def _turn(i: int, text: str) -> dict:
