@@ -286,7 +286,7 @@ class RecallSettings(Section):
     w_speaker: float = Field(default=0.12, ge=0, description="Weight of a turn spoken by a person the query names")
     guess_shift: float = Field(
         default=0.2, ge=0,
-        description="Moved from w_lex to w_cos when the query asks for a guess: its evidence seldom shares its words",
+        description="Moved from w_lex to w_cos when the query asks for a guess about someone it names (\"Would Ann …\"): its evidence seldom shares its words",
     )
 
 

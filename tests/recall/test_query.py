@@ -51,3 +51,6 @@ def test_guess_questions() -> None:
     assert asks_guess("Is Melanie likely to go camping again?")
     assert not asks_guess("What books has Melanie read?")
     assert not asks_guess("When did Caroline go to the support group?")
+    # a request, or no one named: not a guess about someone
+    assert not asks_guess("Could you fix the bug in the Postgres backup?")
+    assert not asks_guess("Which approach would work better for the importer?")
