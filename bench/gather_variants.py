@@ -20,7 +20,7 @@ HOP_CAPTURED = 20  # recall.hop_k the cases are captured with
 def gather_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights]]:
     """Family name → {variant name: weights}, on the product's defaults."""
     product = BenchWeights(**defaults.model_dump(), hop_k=0).model_copy(
-        update={"w_hop": 0.0, "w_session": 0.0, "w_cover": 0.0, "w_speaker": 0.0})
+        update={"w_hop": 0.0, "w_session": 0.0, "w_cover": 0.0, "w_speaker": 0.0, "guess_shift": 0.0})
     families: dict[str, dict[str, ScoringWeights]] = {}
 
     def family(name: str, changes: Mapping[str, Mapping[str, object]]) -> None:
@@ -45,4 +45,35 @@ def gather_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeig
         "speaker 0.2, cover 0.2": {"w_speaker": 0.2, "w_cover": 0.2},
         "speaker 0.12, hop 0.1, hop_k 20": {"w_speaker": 0.12, "w_hop": 0.1, "hop_k": 20},
         "speaker 0.12, session 0.05 top 1": {"w_speaker": 0.12, "w_session": 0.05, "session_top": 1}})
+    return families
+
+
+def third_round(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights]]:
+    """Family name → {variant name: weights}, on the product's defaults after the second round
+    (the speaker term at 0.12): diversity in the head, more speaker weight on the two question
+    forms whose evidence is all the named person's own turns, and meaning over words on a guess
+    (`guess_shift`, adopted at 0.2)."""
+    product = BenchWeights(**defaults.model_dump(), hop_k=0).model_copy(
+        update={"w_speaker": 0.12, "w_guess": 0.0, "w_list": 0.0, "guess_shift": 0.0})
+    families: dict[str, dict[str, ScoringWeights]] = {}
+
+    def family(name: str, changes: Mapping[str, Mapping[str, object]]) -> None:
+        full = f"{PREFIX}, third round: {name}"
+        members = {"none": {}, **changes}
+        families[full] = {f"{full}: {label}": product.model_copy(update=change) for label, change in members.items()}
+
+    # Multi-hop evidence sits in 2.6 sessions on average: a node loses a little for each node
+    # of its session (or each turn next to it) already ranked above it.
+    family("diversity", {f"{kind} {x:g}": {f"{kind}_penalty": x}
+                         for kind in ("session", "passage") for x in (0.02, 0.05, 0.1)})
+    family("guess speaker", {f"w_guess {x:g}": {"w_guess": x} for x in (0.08, 0.18, 0.33)})
+    family("list speaker", {f"w_list {x:g}": {"w_list": x} for x in (0.08, 0.18, 0.33)})
+    family("guess and list", {f"guess {g:g}, list {x:g}": {"w_guess": g, "w_list": x}
+                              for g in (0.18, 0.33) for x in (0.08, 0.18)})
+    # On a guess the question's words are seldom the evidence's: part of the lexical weight
+    # moves to cosine (0.3: cos 0.65, lex 0.10), with or without the guess's speaker weight.
+    family("guess shift", {f"w_guess {g:g}, shift {x:g}": {"w_guess": g, "guess_shift": x}
+                           for g in (0.0, 0.18, 0.33) for x in (0.1, 0.2, 0.3)})
+    family("guess shift and list", {f"guess {g:g}, shift {x:g}, list {n:g}": {"w_guess": g, "guess_shift": x, "w_list": n}
+                                    for g in (0.18, 0.33) for x in (0.2, 0.3) for n in (0.0, 0.08)})
     return families

@@ -108,5 +108,5 @@ def loo_report(families: dict[str, list[str]], per_conversation: dict[str, dict[
             best = max(members, key=on_others)
             chosen[conv] = best
             held.merge(tallies[best])
-        out[family] = {"chosen": chosen, **held.result()}
+        out[family] = {"chosen": chosen, **held.result(), "categories": held.categories()}
     return out

@@ -12,8 +12,16 @@ at every knob's off value it is the product's ``score_candidates`` itself:
 - ``prompt_damping``: a message hit lifts the hit it replies to (the turn before it);
 - ``kin_share``: a hit that is also lifted keeps a share of the weaker of its base and its
   lift on top of the stronger.
+- ``w_guess`` / ``w_list``: more speaker weight on a question that asks for a guess about the
+  named person ("Would Ann enjoy …") or for a list of their things ("What books has Ann
+  read?"): the evidence of both is the person's own turns (``guess_speaker_bonus``,
+  ``list_speaker_bonus``);
+- ``session_penalty`` / ``passage_penalty``: diversity in the head (MMR-style, greedy): a node
+  loses this much for each node of its session (document), or each turn next to it (its reply
+  or the turn it replies to), already ranked above it, so one passage cannot fill the top 10.
 """
 
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
@@ -22,6 +30,7 @@ from typing import Literal
 from pydantic import Field
 
 from memvault.recall.gather import bonuses, explain_hop, gather
+from memvault.recall.query import asks_guess, exact_tokens, speaker
 from memvault.recall.scoring import (Candidate, Lookup, Scored, ScoringWeights, _age, _base, _lifts, _priors, _Query,
                                      _query_view, _score, _terms, score_candidates)
 
@@ -44,10 +53,16 @@ class BenchWeights(ScoringWeights):
         default=0.0, description="Share of the weaker of a hit's own base and its best lift added to the stronger (kin support)")
     prompt_damping: float = Field(
         default=0.0, description="Share of a message hit's base passed to the hit it replies to (the turn before it)")
+    w_guess: float = Field(default=0.0, description="Added to the speaker term on a question that asks for a guess")
+    w_list: float = Field(default=0.0, description="Added to the speaker term on a question that asks for a list")
+    session_penalty: float = Field(default=0.0, description="Lost per node of the same session ranked above (diversity)")
+    passage_penalty: float = Field(default=0.0, description="Lost per adjacent turn ranked above (diversity)")
+    diversity_depth: int = Field(default=30, description="Places of the head the diversity penalties reorder")
 
     def is_product(self) -> bool:
         """Every variant knob at its off value: the product's scoring applies."""
-        return (self.cos_norm, self.lex_norm, self.peak_gain, self.kin_share, self.prompt_damping) == ("raw", "max", 0, 0, 0)
+        return ((self.cos_norm, self.lex_norm, self.peak_gain, self.kin_share, self.prompt_damping,
+                 self.session_penalty, self.passage_penalty, self.w_guess, self.w_list) == ("raw", "max", 0, 0, 0, 0, 0, 0, 0))
 
 
 def _peak(values: list[float], depth: int) -> float:
@@ -107,6 +122,67 @@ def _kin(s: Scored, share: float) -> Scored:
     return replace(s, score=total, explain={**e, "kin_support": support, "relevance": relevance, "total": total})
 
 
+# A list of a person's things ("What books has Ann read?", "Which cities has Bo visited?"): a
+# plural noun (or "kinds of" a noun) before the auxiliary; one item a turn, over sessions.
+_ASKS_LIST = re.compile(
+    r"^\s*(?:what|which)\s+(?:(?:kinds|types|sorts)\s+of\s+\w+|(?:\w+\s+)?(\w+s))\s+(?:has|have|does|do|did|are|were)\b",
+    re.I)
+_NOT_PLURAL = {"is", "was", "has", "does", "this", "as", "us", "yes", "its"}
+
+
+def asks_list(query: str) -> bool:
+    """A question that asks for several things of a person ("What books has Ann read?")."""
+    m = _ASKS_LIST.search(query)
+    return bool(m and (m.group(1) or "").lower() not in _NOT_PLURAL)
+
+
+def _form_speaker(query: str | None, w: BenchWeights) -> tuple[str, float, frozenset[str]] | None:
+    """(the bonus's name, its weight, the names the query gives) when a question form applies."""
+    if not query:
+        return None
+    if w.w_guess and asks_guess(query):
+        form = ("guess_speaker_bonus", w.w_guess)
+    elif w.w_list and asks_list(query):
+        form = ("list_speaker_bonus", w.w_list)
+    else:
+        return None
+    return (*form, frozenset(t for t in exact_tokens(query) if t.isalpha()))
+
+
+def _with_form(s: Scored, form: tuple[str, float, frozenset[str]] | None) -> Scored:
+    said_by = speaker(s.candidate.text)
+    if form is None or said_by is None or said_by not in form[2]:
+        return s
+    total = s.score + form[1]
+    return replace(s, score=total, explain={**s.explain, form[0]: form[1], "total": total})
+
+
+def _diversify(ranked: list[Scored], w: BenchWeights) -> list[Scored]:
+    """The first ``diversity_depth`` places picked greedily by score less the penalties of what
+    is already above (one term, ``diversity_bonus``, negative, so the explain still adds up)."""
+    pool, rest = ranked[: 2 * w.diversity_depth], ranked[2 * w.diversity_depth:]
+    out: list[Scored] = []
+    per_doc: dict[str, int] = {}
+    near: dict[str, int] = {}  # id -> turns next to it already placed
+    while pool and len(out) < w.diversity_depth:
+        def adjusted(s: Scored) -> float:
+            doc = s.candidate.doc
+            return (s.score - w.session_penalty * per_doc.get(doc or "", 0) * bool(doc)
+                    - w.passage_penalty * near.get(s.id, 0))
+        best = max(pool, key=adjusted)  # the first of equals: the pool is in rank order
+        penalty = best.score - adjusted(best)
+        pool.remove(best)
+        total = best.score - penalty
+        out.append(replace(best, score=total, explain={**best.explain, "diversity_bonus": -penalty, "total": total}))
+        if best.candidate.doc:
+            per_doc[best.candidate.doc] = per_doc.get(best.candidate.doc, 0) + 1
+        # The turns next to it: the one it replies to (whose reply it is) and its own reply.
+        for s in pool:
+            if s.candidate.reply == best.id or best.candidate.reply == s.id:
+                near[s.id] = near.get(s.id, 0) + 1
+    return out + pool + rest
+
+
 def score_variants(cands: Iterable[Candidate], by_id_lookup: Lookup, weights: ScoringWeights,
                    now: datetime | None = None, query: str | None = None) -> list[Scored]:
     """``score_candidates`` with the variant knobs of ``weights`` (when it is ``BenchWeights``)."""
@@ -117,6 +193,7 @@ def score_variants(cands: Iterable[Candidate], by_id_lookup: Lookup, weights: Sc
     for c in cands:
         hits.setdefault(c.id, c)
     q = _view(hits, query, w)
+    form = _form_speaker(query, w)
     ages = {cid: _age(c, now) for cid, c in hits.items()}
     bases = {cid: _variant_base(c, hits, q, ages[cid], w) for cid, c in hits.items()}
     lifted = _lifts(hits, bases, w)
@@ -136,6 +213,6 @@ def score_variants(cands: Iterable[Candidate], by_id_lookup: Lookup, weights: Sc
         terms = bases[c.id] if c.id in hits else _base(Candidate(c.id), _Query(), age, w)
         lift: tuple[float, str | None, str | None] = lifted.get(c.id, (0.0, None, None))
         s = _score(c, terms, lift, _priors(c, age, w, q), bonuses(c, gathered, w), explain_hop(gathered))
-        out.append(_kin(s, w.kin_share) if w.kin_share else s)
+        out.append(_with_form(_kin(s, w.kin_share) if w.kin_share else s, form))
     out.sort(key=lambda s: (-s.score, s.id))
-    return out
+    return _diversify(out, w) if w.session_penalty or w.passage_penalty else out

@@ -14,6 +14,10 @@ _MATCHES = (("cos", "cos_term", "meaning (cosine)"), ("lexical", "lexical_term",
             ("rrf", "rrf_term", "both lists (rank fusion)"), ("exact", "exact_term", "exact phrase"))
 
 
+# The question forms recall weighs differently (``memvault.recall.scoring._query_view``).
+_FORMS = {"guess": "asks for a guess (would, might, likely): meaning weighed over words (guess_shift)"}
+
+
 def _num(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0
 
@@ -37,6 +41,8 @@ def explain_lines(explain: Explain) -> list[str]:
         tier = f" × tier {_num(explain.get('tier')):g} ({explain.get('tier_name') or 'plain'})"
         lines.append(f"matched: base {_num(explain.get('base')):.4f} = "
                      + ("(" + " + ".join(matched) + ")" if matched else "no match of its own") + tier)
+    if form := _FORMS.get(str(explain.get("question_form"))):
+        lines.append(f"question: {form}")
     if _num(explain.get("propagation")):
         lines.append(f"lifted {_num(explain['propagation']):.4f} from {explain.get('propagated_from')} "
                      f"(via {explain.get('propagated_via')})"

@@ -105,6 +105,18 @@ def asks_when(query: str) -> bool:
     return bool(_ASKS_WHEN.search(query))
 
 
+# A guess about a person ("Would Ann enjoy …", "What might Bo's job likely be"): its evidence
+# is what that person said of themselves, seldom in the question's words. "Could you …" and
+# "would I …" are requests or the asker's own doubts, not guesses about someone.
+_ASKS_GUESS = re.compile(r"\b(?:would|wouldn't|might|likely|could|probably)\b(?!\s+(?:you|i|we|u)\b)", re.I)
+
+
+def asks_guess(query: str) -> bool:
+    """A question that asks for a guess (would, might, likely, could, probably) about someone it
+    names (a capitalised word after the first)."""
+    return bool(_ASKS_GUESS.search(query)) and any(t.isalpha() for t in exact_tokens(query))
+
+
 def has_temporal_cue(text: str) -> bool:
     """The text dates something: "yesterday", "last week", a weekday, a month, a year."""
     return bool(_TEMPORAL_CUE.search(text))

@@ -4,6 +4,7 @@ Seed 000 §4's formula, with the weights and the query terms chosen left one con
 on LoCoMo dev (bench/README.md, "Fusion variants"):
 
     base       = (0.35·cos + 0.40·lexical + 0.25·RRF(k=10) + 0.10·exact) × tier
+                 (0.55·cos + 0.20·lexical on a question that asks for a guess: "Would Ann …")
     propagated = base × 0.55 to the hit's parent, base × 0.55·sim to each similar neighbour,
                  base × 0.55 from an exchange to each of its messages,
                  base × 0.5 from a message to the other messages of its exchange,
@@ -47,7 +48,7 @@ import numpy as np
 from memvault.markdown.tree import truncate
 from memvault.recall.candidate import Candidate as Candidate  # re-exported: callers import it from here
 from memvault.recall.gather import bonuses, explain_hop, gather, max_bonus
-from memvault.recall.query import Period, asks_when, exact_tokens, has_temporal_cue, named_period, words
+from memvault.recall.query import Period, asks_guess, asks_when, exact_tokens, has_temporal_cue, named_period, words
 from memvault.recall.weights import ScoringWeights as ScoringWeights  # re-exported: callers import it from here
 
 
@@ -104,11 +105,17 @@ class _Query:
     exact: tuple[str, ...] = ()
     period: Period | None = None
     when: bool = False
+    guess: bool = False  # a guess question: part of the lexical weight moved to cosine
 
 
 def _query_view(hits: Mapping[str, Candidate], query: str | None, w: ScoringWeights) -> _Query:
     lex = [c.lexical for c in hits.values() if c.lexical is not None and c.fts_rank is not None]
     q = _Query(max_lex=max(lex, default=0.0), w_cos=w.w_cos, w_lex=w.w_lex)
+    if query and w.guess_shift and asks_guess(query):
+        # A guess about a person ("Would Ann enjoy …") is answered by what they said of
+        # themselves in other words: meaning counts more than the question's words.
+        shift = min(w.guess_shift, w.w_lex)
+        q.w_cos, q.w_lex, q.guess = w.w_cos + shift, w.w_lex - shift, True
     if query and w.w_exact:
         texts = [words(c.text) for c in hits.values()]
         limit = max(1.0, w.exact_max_share * len(texts))  # a token in one hit always tells it apart
@@ -140,6 +147,7 @@ def _terms(c: Candidate, q: _Query, age: float | None, w: ScoringWeights,
         "cos": cos, "lexical": lex, "rrf": rrf, "exact": exact,
         "cos_term": cos_term, "lexical_term": lex_term, "rrf_term": rrf_term, "exact_term": exact_term,
         "tier_name": tier_name, "tier": tier, "base": (cos_term + lex_term + rrf_term + exact_term) * tier,
+        "question_form": "guess" if q.guess else None,
     }  # fmt: skip
 
 

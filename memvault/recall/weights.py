@@ -67,3 +67,5 @@ class ScoringWeights(BaseModel):
         default=_default("w_cover"), description="Weight of the idf share of the query's words a node holds that the best few hits lack")
     cover_seeds: int = Field(default=_default("cover_seeds"), description="The best hits (by base) whose query words a node completes")
     w_speaker: float = Field(default=_default("w_speaker"), description="Weight of a turn spoken by a person the query names")
+    guess_shift: float = Field(
+        default=_default("guess_shift"), description="Moved from the lexical weight to the cosine weight when the query asks for a guess")

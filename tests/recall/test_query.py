@@ -1,8 +1,8 @@
-"""Query features recall scoring can use: exact tokens, the period a query names, when-questions."""
+"""Query features recall scoring can use: exact tokens, the period a query names, when- and guess-questions."""
 
 from datetime import datetime
 
-from memvault.recall.query import asks_when, exact_tokens, has_temporal_cue, named_period
+from memvault.recall.query import asks_guess, asks_when, exact_tokens, has_temporal_cue, named_period
 
 
 def test_exact_tokens_are_numbers_ids_and_names() -> None:
@@ -42,3 +42,15 @@ def test_when_questions_and_temporal_cues() -> None:
     assert has_temporal_cue("I went there last Saturday")
     assert has_temporal_cue("Yesterday was great") and has_temporal_cue("back in 2019")
     assert not has_temporal_cue("I love painting landscapes")
+
+
+def test_guess_questions() -> None:
+    assert asks_guess("Would Caroline pursue writing as a career option?")
+    assert asks_guess("What might John's financial status be?")
+    assert asks_guess("What pets wouldn't cause any discomfort to Joanna?")
+    assert asks_guess("Is Melanie likely to go camping again?")
+    assert not asks_guess("What books has Melanie read?")
+    assert not asks_guess("When did Caroline go to the support group?")
+    # a request, or no one named: not a guess about someone
+    assert not asks_guess("Could you fix the bug in the Postgres backup?")
+    assert not asks_guess("Which approach would work better for the importer?")
