@@ -14,6 +14,7 @@ the date beside it), never a first sentence cut with "…". With an embedder at 
 also weighed by their cosine to the text they name (memvault.naming.phrase_similarity).
 """
 
+import functools
 import math
 import re
 from collections import Counter
@@ -175,6 +176,14 @@ def _document_frequency(docs: Iterable[str]) -> tuple[Counter[str], int]:
     return df, n
 
 
+@functools.lru_cache(maxsize=4)
+def _background_frequency(background: tuple[str, ...]) -> tuple[Counter[str], int]:
+    """Document frequencies of the discussion in ``background``. One synthesize pass names
+    every topic and section against the same background: computed once, not per name
+    (it was a tenth of a no-model run). Callers must not change the Counter."""
+    return _document_frequency(discussion(b) for b in background)
+
+
 def _candidates(text: str, top: int) -> list[str]:
     """YAKE's phrases for ``text``, best first, those that could name a topic."""
     if not text.strip():
@@ -217,7 +226,7 @@ def ranked_phrases(texts: list[str], background: list[str], titles: list[str] | 
     lowered = [d.casefold() for d in docs]
     project_keys = {p.casefold() for p in projects}
     doc_words = [set(_tokens(d)) for d in docs]
-    bg_df, bg_n = _document_frequency(discussion(b) for b in background)
+    bg_df, bg_n = _background_frequency(tuple(background))
     title_words = [set(_tokens(t)) for t in named]
     low_titles = [t.casefold() for t in named]
     coverage: dict[str, float] = {}  # share of chunks or titles that use the phrase as such

@@ -69,6 +69,19 @@ def context_texts(tree: list[TreeNode], turns: int) -> dict[str, str]:
     return out
 
 
+def exchange_texts(tree: list[TreeNode]) -> dict[str, str]:
+    """Embedding text of each exchange node, by path: its messages as the chunk stage renders
+    an exchange (``role: text`` lines, at most ``EMBED_CHARS``). The chunk stage has embedded
+    the same text minutes earlier, so the embedder's cache answers it instead of the model
+    embedding every exchange twice a run (bench/index_rate.py: a fifth of the index stage's
+    tokens). Exchanges differ only where a message was split into pieces; those embed anew."""
+    lines: dict[str, list[str]] = {}
+    for n in tree:
+        if n.kind == "message" and n.parent:
+            lines.setdefault(n.parent, []).append(n.text)
+    return {path: "\n".join(texts)[:EMBED_CHARS] for path, texts in lines.items()}
+
+
 def kin(tree: list[TreeNode]) -> dict[str, list[str]]:
     """Path of each exchange → its messages' paths; of each message → the other messages of
     its exchange (what recall lifts from an exchange hit or a message hit)."""
@@ -121,19 +134,20 @@ def rows_for(doc: str, doc_kind: str, tree: list[TreeNode], context_turns: int =
     scoped = {"project": scope.get("project"), "source": scope.get("source") or doc_kind,
               "doc_date": date.replace(tzinfo=None) if isinstance(date, datetime) else None}
     contexts = context_texts(tree, context_turns)
+    exchanged = exchange_texts(tree) if doc_kind == "conversation" else {}
     reply = replies(tree)
     kins = kin(tree)
     out = []
     for n in tree:
         created = n.timestamp if isinstance(n.timestamp, datetime) else now
-        embed_text = contexts.get(n.path, "")
+        embed_text = contexts.get(n.path, "") or exchanged.get(n.path, "")
         # Stable paths (ids are made of them): a growing short id must not look like a change.
         links = "\x1f".join(_stable(p) for p in [reply.get(n.path, ""), *kins.get(n.path, [])] if p)
         out.append({
             "embed_text": embed_text or f"{n.title}\n{n.text}",
             "id": node_id(doc, _stable(n.path)), "doc": doc, "doc_kind": doc_kind, "path": n.path,
             "parent": node_id(doc, _stable(n.parent)) if n.parent else None, "kind": n.kind, "title": n.title,
-            "text": n.text, "fts_text": embed_text or n.text, "ref": n.ref, "ord": n.order, "vector": None, "pending": True,
+            "text": n.text, "fts_text": contexts.get(n.path) or n.text, "ref": n.ref, "ord": n.order, "vector": None, "pending": True,
             "content_hash": node_hash(n, embed_text, links), "created_at": created.replace(tzinfo=None), "updated_at": now,
             "importance": ARTICLE_IMPORTANCE if doc_kind == "article" else CONVERSATION_IMPORTANCE, "access": 0,
             "similar": [], "reply": node_id(doc, _stable(reply[n.path])) if n.path in reply else None,

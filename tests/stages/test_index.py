@@ -224,3 +224,22 @@ def test_embed_rows_sends_texts_of_like_length_together_and_reports_progress() -
     assert all(r["vector"][0] == len(r["embed_text"]) for r in rows if not r["pending"])
     assert steps[0] == ("begin", len(rows)) and steps[-1] == ("done", 0)
     assert sum(n for kind, n in steps if kind == "advance") == len(rows)
+
+
+def test_an_exchange_is_embedded_as_the_chunk_stage_rendered_it() -> None:
+    # The index stage's exchange vectors come from the embedder's cache only while both
+    # stages embed the very same text; a change to either side would embed every exchange
+    # twice a run again (bench/index_rate.py).
+    from memvault.stages.chunk import exchanges, render
+    from stores.rows import MessageRow
+
+    said = [("user", "How do I rebuild the index?"), ("assistant", "Run `memvault reindex`.\n\nIt takes a minute."),
+            ("user", "And the vault?"), ("assistant", "Untouched.")]
+    ledger_rows = [MessageRow(native_id=f"m{i}", parent_native_id=None, seq=i, role=role, kind="text", text=text,
+                              timestamp=None, low_value=False) for i, (role, text) in enumerate(said)]
+    tree = conversation_nodes("k", "abcd", "Reindexing", "2024-05-01", "codex",
+                              [(f"m{i}", role, text, None) for i, (role, text) in enumerate(said)])
+    rows = [r for r in rows_for("conv:k", "conversation", tree) if r["kind"] == "exchange"]
+    assert [r["embed_text"] for r in rows] == [render(g) for g in exchanges(ledger_rows)]
+    # full-text search still matches the exchange's own text, not the embedding text
+    assert [r["fts_text"] for r in rows] == [r["text"] for r in rows]
