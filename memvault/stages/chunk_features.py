@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from memvault.stages.text import EMBED_CHARS
+
 FEATURES = (
     "cos_1", "cos_2", "cos_3", "depth", "relative", "lex_1", "lex_2",
     "shift_phrase", "greeting", "request", "question", "reply_opens", "reply_question", "asks_you", "reply_asks_you",
@@ -139,7 +141,8 @@ def gap_features(vectors: np.ndarray, turns: Sequence[Sequence[str]]) -> np.ndar
         return np.zeros((0, len(FEATURES)))
     near, wide2, wide3 = (block_cosines(vectors, b) for b in (1, 2, 3))
     blend = (near + wide3) / 2
-    whole = [" ".join(t) for t in turns]
+    # The words of each exchange as far as its embedding reads (agent replies run to pages of tool output).
+    whole = [" ".join(t)[:EMBED_CHARS] for t in turns]
     rows = []
     depth = depth_scores(list(blend))
     lex1, lex2 = lexical_cosines(whole, 1), lexical_cosines(whole, 2)
