@@ -91,13 +91,23 @@ class IngestSettings(Section):
 class ChunkSettings(Section):
     """Splitting conversations into topic chunks."""
 
+    boundary_method: Literal["learned", "valleys"] = Field(
+        default="learned",
+        description="No-model path: `learned` scores each gap between exchanges with weights fitted on public dialogues "
+                    "with human topic boundaries (cosines, word overlap, opening and closing phrases); `valleys` is the "
+                    "hand rule of boundary_similarity and boundary_depth",
+    )
+    boundary_threshold: float = Field(
+        default=0.45, ge=0, le=1,
+        description="No-model path, `learned`: the boundary probability a gap needs to be cut (higher: fewer, longer chunks)",
+    )
     boundary_similarity: float = Field(
         default=0.40, ge=0, le=1,
-        description="No-model path: cut between exchanges whose embedding cosine falls below this at a local minimum",
+        description="No-model path, `valleys`: cut between exchanges whose embedding cosine falls below this at a local minimum",
     )
     boundary_depth: float = Field(
         default=0.10, ge=0, le=2,
-        description="No-model path: also cut where the cosine dips this far below the peaks on both sides (TextTiling depth)",
+        description="No-model path, `valleys`: also cut where the cosine dips this far below the peaks on both sides (TextTiling depth)",
     )
     max_chunk_chars: int = Field(default=12_000, ge=1, description="A chunk never grows past this many characters")
     prompt_chars: int = Field(

@@ -1,8 +1,9 @@
 """chunk: conversations changed since `chunked_at` → topic chunks (message ranges with a label).
 
-No-model path: TextTiling-style segmentation (memvault.stages.chunk_segment) — embed each exchange (a
-user turn and the replies after it) and cut at similarity valleys that are deep or low
-enough, or where the user announces a new topic. Only messages of
+No-model path (memvault.stages.chunk_segment): embed each exchange (a user turn and the replies
+after it), score each gap between exchanges with a small learned model over explainable
+features (cosines either side, word overlap, opening and closing phrases) and cut the most
+probable gaps; `boundary_method = "valleys"` keeps the older TextTiling hand rule. Only messages of
 the active thread not yet in a chunk are chunked, so an appended session adds new chunks
 and never re-chunks what was already synthesized.
 
@@ -30,7 +31,7 @@ from memvault.prompts import Prompt, load_prompt
 from memvault.config.settings import ChunkSettings
 from stores.rows import ConversationRow, MessageRow
 from memvault.stages.chunk_model import ChunkReply, RepairError, repair, reply_tokens, show, windows
-from memvault.stages.chunk_segment import boundaries, segment
+from memvault.stages.chunk_segment import learned_boundaries, segment, valley_boundaries
 from memvault.stages.context import StageContext
 from memvault.stages.result import ModelStageResult
 from memvault.stages.text import EMBED_CHARS, label
@@ -73,6 +74,12 @@ def render(messages: list[MessageRow]) -> str:
     return "\n".join(f"{m.role}: {strip_noise(m.text).strip()}" for m in messages)
 
 
+def turns(group: list[MessageRow]) -> list[str]:
+    """One exchange's message texts as the segmentation reads them: its user turn first ("" when it opens with a reply)."""
+    texts = [strip_noise(m.text).strip() for m in group]
+    return texts if group[0].role == "user" else ["", *texts]
+
+
 def chunk_id(cid: str, message_ids: list[str]) -> str:
     return hashlib.sha256(f"{cid}\x1f{message_ids[0]}\x1f{message_ids[-1]}".encode()).hexdigest()[:32]
 
@@ -87,8 +94,11 @@ def plan_chunks(messages: list[MessageRow], embedder: Embedder, settings: ChunkS
     if not groups:
         return []
     vectors = embedder.embed([render(g)[:EMBED_CHARS] for g in groups])
-    cuts = boundaries(vectors, [g[0].text if g[0].role == "user" else "" for g in groups],
-                      settings.boundary_similarity, settings.boundary_depth)
+    if settings.boundary_method == "learned":
+        cuts = learned_boundaries(vectors, [turns(g) for g in groups], settings.boundary_threshold)
+    else:
+        cuts = valley_boundaries(vectors, [g[0].text if g[0].role == "user" else "" for g in groups],
+                                 settings.boundary_similarity, settings.boundary_depth)
     ranges = segment(vectors, [len(render(g)) for g in groups], cuts, settings.max_chunk_chars)
     out = []
     for start, end in ranges:

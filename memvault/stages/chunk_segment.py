@@ -1,51 +1,32 @@
 """chunk, no-model path: where one topic ends and the next begins, from embeddings and cues.
 
-TextTiling (Hearst 1997) over sentence embeddings, on exchanges (a user turn and the replies
-after it):
+Both methods work on exchanges (a user turn and the replies after it), each embedded as its
+whole text, and return the exchanges that open a new topic.
 
-- the similarity at each gap between exchanges is the mean of two comparisons: the
-  neighbours alone, and the three exchanges on each side (a one-exchange digression does not
-  hide a shift, and one odd reply does not fake one);
-- an exchange is embedded as its text (user turn and replies together);
-- a gap is cut when it is a valley (no higher than its neighbours) whose similarity is below
-  an absolute floor (clearly different text) or which lies at least ``depth`` below the peaks
-  on both sides (a relative drop: shifts inside one domain, where everything is fairly
-  similar), or when the user turn opens with a topic-shift phrase ("unrelated:", "another
-  question", "switching to…") and the similarity is not high.
+`learned` (the default, ``learned_boundaries``): every gap between two exchanges gets the
+explainable features of memvault.stages.chunk_features (cosines either side over 1-3
+exchanges, valley depth, TF-IDF overlap, greeting / request / "do you ...?" / announced-shift
+/ closing phrases); a logistic regression (``WEIGHTS``) turns them into a boundary
+probability and the gaps reaching ``THRESHOLD`` are cut. Fitted on public dialogues with
+human gold (bench/segmentation_train.py), chosen on their dev splits, reported on their test
+splits (bench/README.md); the weights are a constant table, no model file.
 
-Chosen on real dialogues with human gold (the dev splits of TIAGE and DialSeg711) with
-bench/segmentation_variants.py, reported on their test splits (bench/README.md). Every other
-variant tried there — weighting the user turn, smoothing, a threshold from the conversation's
-own depth distribution, lexical cohesion, a minimum segment length — did no better.
+`valleys` (``valley_boundaries``, the earlier hand rule): TextTiling (Hearst 1997). The
+similarity at a gap is the mean of the neighbours' cosine and of the three exchanges on each
+side; a gap is cut when it is a valley below an absolute floor or at least ``depth`` below
+the peaks on both sides, or when the user turn opens with a topic-shift phrase ("unrelated:",
+"another question") and the similarity is not high. 480 variants of it are scored by
+bench/segmentation_variants.py.
 """
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
+from memvault.stages.chunk_features import FEATURES, depth_scores, gap_features, shift_cue, unit
+
 BLOCK = 3  # exchanges on each side of a gap in the wider block comparison
 CUE_SIMILARITY = 0.5  # a topic-shift phrase cuts unless the gap is at least this similar
-
-# A user turn that announces a new topic. Matched at its start (after fillers such as "ok,"
-# or "also"), so "another question" in the middle of a sentence does not count.
-SHIFT_CUE = re.compile(
-    r"^\W*(?:(?:ok(?:ay)?|alright|right|so|now|and|also|oh|btw|hey|hi)[\s,.!:-]+)*"
-    r"(?:(?:a |one )?(?:different|separate|unrelated|new|another|other|quick|last|final|next|random|side)"
-    r"(?: \w+)?(?: (?:question|topic|thing|issue|one|problem|task|subject|matter))?\b"
-    r"|switching|changing (?:the )?(?:topic|subject)|on to\b|moving on|something (?:else|different)"
-    r"|while (?:i'm|i am|we're|we are) (?:here|at it|in)|speaking of|by the way|one more\b)",
-    re.IGNORECASE,
-)
-
-
-def shift_cue(text: str) -> bool:
-    """True when ``text`` (a user turn) opens by announcing a change of topic."""
-    return bool(SHIFT_CUE.match(text))
-
-
-def _unit(v: np.ndarray) -> np.ndarray:
-    return np.asarray(v / (np.linalg.norm(v, axis=-1, keepdims=True) + 1e-12), dtype=np.float32)
 
 
 def gap_similarities(vectors: np.ndarray, block: int = BLOCK) -> list[float]:
@@ -53,28 +34,13 @@ def gap_similarities(vectors: np.ndarray, block: int = BLOCK) -> list[float]:
     sims = []
     for g in range(1, len(vectors)):
         near = float(vectors[g - 1] @ vectors[g])
-        left, right = _unit(vectors[max(0, g - block):g].mean(axis=0)), _unit(vectors[g:g + block].mean(axis=0))
+        left, right = unit(vectors[max(0, g - block):g].mean(axis=0)), unit(vectors[g:g + block].mean(axis=0))
         sims.append((near + float(left @ right)) / 2)
     return sims
 
 
-def depth_scores(sims: Sequence[float]) -> list[float]:
-    """TextTiling depth of each gap: how far it lies below the highest points reached climbing each way."""
-    out = []
-    for i, s in enumerate(sims):
-        left = right = s
-        j = i
-        while j > 0 and sims[j - 1] >= left:
-            left, j = sims[j - 1], j - 1
-        j = i
-        while j < len(sims) - 1 and sims[j + 1] >= right:
-            right, j = sims[j + 1], j + 1
-        out.append((left - s) + (right - s))
-    return out
-
-
-def boundaries(vectors: np.ndarray, user_texts: Sequence[str], floor: float, depth: float) -> set[int]:
-    """Indices of the exchanges that open a new topic (never 0).
+def valley_boundaries(vectors: np.ndarray, user_texts: Sequence[str], floor: float, depth: float) -> set[int]:
+    """The hand rule: indices of the exchanges that open a new topic (never 0).
 
     ``vectors``: one unit vector per exchange; ``user_texts``: each exchange's user turn ("" when
     it opens with a reply); ``floor``: similarity below which a valley is always cut;
@@ -90,6 +56,55 @@ def boundaries(vectors: np.ndarray, user_texts: Sequence[str], floor: float, dep
         elif user_texts[i + 1] and shift_cue(user_texts[i + 1]) and s < CUE_SIMILARITY:
             cuts.add(i + 1)
     return cuts
+
+
+# The learned scorer's logistic-regression weights of memvault.stages.chunk_features.FEATURES, in
+# the features' own units. Fitted on 3,009 gaps with human gold (TIAGE train, PersonaChat, MIT;
+# DialSeg711's dev split as bench/segmentation_sets.py defines it); THRESHOLD and MIN_EXCHANGES
+# chosen on TIAGE dev + DialSeg711 dev (best mean F1 with Pk and WindowDiff no worse than not cutting):
+#   .venv/bin/python bench/segmentation_train.py --train tiage:train --train dialseg711:dev \
+#       --set tiage:dev --set dialseg711:dev --held tiage:test --held dialseg711:test --cache C --embed-cache E
+# Read: low cosines (cos_1) and word overlap (lex_2) and a deep valley mean a new topic; so do a
+# greeting, a question about the other person, an announced shift and a closing before the gap.
+WEIGHTS: dict[str, float] = {
+    "cos_1": -3.0339, "cos_2": -0.8101, "cos_3": 1.7272, "depth": 2.0942, "relative": -0.7433,
+    "lex_1": -0.3065, "lex_2": -4.4501, "shift_phrase": 0.8757, "greeting": 2.0691, "request": 0.3574,
+    "question": -0.0745, "reply_opens": 0.0127, "reply_question": -0.2904, "asks_you": 1.4746,
+    "reply_asks_you": 0.8497, "closing": 0.6947,
+}
+BIAS = -0.0367
+THRESHOLD = 0.45  # cut where the boundary probability reaches this (ChunkSettings.boundary_threshold)
+MIN_EXCHANGES = 1  # and no other cut is closer than this many exchanges (2 and 3 did worse on dev)
+WEIGHTS_ARRAY = np.array([WEIGHTS.get(f, 0.0) for f in FEATURES])
+
+
+def probabilities(features: np.ndarray, weights: np.ndarray = WEIGHTS_ARRAY, bias: float = BIAS) -> np.ndarray:
+    """Boundary probability of each gap (one row of ``features`` each)."""
+    return np.asarray(1 / (1 + np.exp(-(features @ weights + bias))), dtype=np.float64)
+
+
+def pick(probs: np.ndarray, threshold: float = THRESHOLD, min_exchanges: int = MIN_EXCHANGES) -> set[int]:
+    """Cuts (exchange indices, never 0) at the most probable gaps reaching ``threshold``, strongest
+    first, skipping a gap closer than ``min_exchanges`` to a cut already made."""
+    kept: list[int] = []
+    for i in np.argsort(-probs, kind="stable"):
+        if probs[i] < threshold:
+            break
+        if all(abs(int(i) + 1 - k) >= min_exchanges for k in kept):
+            kept.append(int(i) + 1)
+    return set(kept)
+
+
+def learned_boundaries(vectors: np.ndarray, turns: Sequence[Sequence[str]], threshold: float = THRESHOLD) -> set[int]:
+    """The learned scorer: indices of the exchanges that open a new topic (never 0).
+
+    ``vectors``: one unit vector per exchange; ``turns``: each exchange's message texts, its
+    user turn first ("" first when it opens with a reply); ``threshold``: the boundary
+    probability a gap needs to be cut.
+    """
+    if len(vectors) < 2:
+        return set()
+    return pick(probabilities(gap_features(vectors, turns)), threshold)
 
 
 def segment(vectors: np.ndarray, sizes: Sequence[int], cuts: set[int], max_chars: int) -> list[tuple[int, int]]:
