@@ -36,6 +36,14 @@ class PipelineMixin(LedgerBase):
         return ChunkRow(id=row[0], conversation_id=row[1], label=row[2], text=row[3], message_ids=tuple(row[4]),
                         source=row[5], conversation_title=row[6], date=row[7])
 
+    def chunk_vectors(self, chunk_ids: list[str]) -> dict[str, list[float]]:
+        """The stored vector of each of ``chunk_ids`` that has one, by id."""
+        if not chunk_ids:
+            return {}
+        rows = self.con.execute("SELECT id, vector FROM chunks WHERE id IN (SELECT unnest(?)) AND vector IS NOT NULL",
+                                [chunk_ids]).fetchall()
+        return {r[0]: r[1] for r in rows}
+
     def unassigned_chunks(self, since: datetime | None = None) -> list[tuple[str, list[float]]]:
         """Chunks in no bucket yet, oldest first, with their vectors (of conversations
         updated since ``since``, when given)."""

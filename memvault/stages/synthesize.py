@@ -32,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 
 from memvault.engines import structured
 from memvault.failpoints import failpoint
@@ -56,8 +57,21 @@ def synthesize_bucket(ctx: StageContext, bucket: str, chunk_ids: list[str], shor
     background = [c.text for c in chunks] + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
     anchors = write_conversation_pages(ctx, chunks, shorts)
     new = compose_article(previous, bucket, chunks, background, shorts, ctx.settings.synthesize.sentences_per_chunk,
-                          ctx.embedder, anchors)
+                          ctx.embedder, anchors, _stored_vectors(ctx, chunk_ids))
     return str(path), previous, new
+
+
+def _stored_vectors(ctx: StageContext, chunk_ids: list[str]) -> np.ndarray | None:
+    """The chunk stage's vectors of ``chunk_ids`` (unit length, one row each), when every chunk
+    has one of the embedder's width: synthesis weighs phrases by them instead of embedding the
+    chunks' texts again (a ninth of a no-model run's model tokens, bench/index_rate.py)."""
+    stored = ctx.ledger.chunk_vectors(chunk_ids)
+    rows = [stored.get(c) for c in chunk_ids]
+    if not rows or any(r is None or len(r) != ctx.embedder.dim for r in rows):
+        return None
+    matrix = np.asarray(rows, dtype=np.float32)
+    unit: np.ndarray = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    return unit
 
 
 def resolve_intents(ctx: StageContext) -> int:

@@ -11,6 +11,8 @@ import re
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from memvault.ids import conv_ref
 from memvault.markdown.artefacts import is_chatter
 from memvault.markdown.conversation_page import citation_link
@@ -105,7 +107,7 @@ def chunk_terms(chunks: list[ChunkRow], background: list[str]) -> set[str]:
 
 def compose_article(previous: str | None, title: str, chunks: list[ChunkRow], background: list[str],
                     shorts: dict[str, str], sentences_per_chunk: int, embedder: PhraseEmbedder | None = None,
-                    anchors: dict[str, int] | None = None) -> str:
+                    anchors: dict[str, int] | None = None, chunk_vectors: np.ndarray | None = None) -> str:
     """The extractive article: ``previous`` (or a new one) with a section per chunk that has
     something to quote; ``previous`` itself (or "") when none has.
 
@@ -114,12 +116,15 @@ def compose_article(previous: str | None, title: str, chunks: list[ChunkRow], ba
     conversation. With an ``embedder``, key phrases are weighed by how close they are to the
     chunks (the lead) or to the section's own chunk (its heading). ``anchors`` (chunk id →
     sequence number of its first message) make citations links to the conversation pages.
-    Pure: tests call it directly.
+    ``chunk_vectors`` (one row per chunk: the vectors the chunk stage stored) stand for the
+    chunks' meaning instead of embedding their texts again. Pure: tests call it directly.
     """
     texts = [c.text for c in chunks]
     titles = [c.conversation_title or "" for c in chunks]
     terms = chunk_terms(chunks, background)
-    vectors = embedder.embed(texts) if embedder is not None and texts else None
+    vectors = None
+    if embedder is not None and texts:
+        vectors = chunk_vectors if chunk_vectors is not None and len(chunk_vectors) == len(texts) else embedder.embed(texts)
     lead_similarity = similarity_to(embedder, unit_mean(vectors)) if embedder and vectors is not None else None
     lead_terms = distinct_phrases(ranked_phrases(texts, background, titles, similarity=lead_similarity), 3,
                                   exclude=title)

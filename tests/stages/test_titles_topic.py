@@ -137,3 +137,28 @@ def test_three_unrelated_topics_of_one_conversation_find_three_buckets(make_ctx:
         assert len({topic[c] for c, b in placed.items() if b == bucket}) == 1, placed
     # Nothing is lost: every chunk is in a bucket or still waiting for one.
     assert set(placed) | {c for c, _ in ctx.ledger.unassigned_chunks()} == set(topic)
+
+
+def test_stored_chunk_vectors_stand_for_the_chunks_texts(embedder: MiniLMEmbedder) -> None:
+    """Given the chunk stage's vectors, synthesis embeds only candidate phrases, never the
+    chunks' texts again, and names the sections as it does from freshly embedded texts."""
+    chunks = [ChunkRow(id=f"{n:032x}", conversation_id=f"c{n}", label=None, text=text, message_ids=("m1",),
+                       source="chatgpt", conversation_title=title or None, date=datetime(2026, 9, 21 + n))
+              for n, (text, title) in enumerate(zip(SOURDOUGH, SOURDOUGH_TITLES))]
+    shorts = {f"c{n}": f"{n:08x}" for n in range(4)}
+    embedded: list[str] = []
+
+    class Recording:
+        dim = embedder.dim
+
+        def embed(self, texts: list[str]) -> Any:
+            embedded.extend(texts)
+            return embedder.embed(texts)
+
+    fresh = compose_article(None, "Sourdough", chunks, BACKGROUND, shorts, 2, Recording())
+    assert set(SOURDOUGH) <= set(embedded)
+    embedded.clear()
+    stored = embedder.embed(list(SOURDOUGH))
+    reused = compose_article(None, "Sourdough", chunks, BACKGROUND, shorts, 2, Recording(), chunk_vectors=stored)
+    assert not set(SOURDOUGH) & set(embedded) and embedded  # phrases only
+    assert reused == fresh

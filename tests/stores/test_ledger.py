@@ -86,4 +86,6 @@ def test_since_filters_every_stage_query_by_the_conversations_update(tmp_path: P
     assert ledger.pending_by_bucket(since=datetime(2026, 1, 1, tzinfo=timezone.utc)) == {}
     chunk = ledger.chunk("chunk-new")  # a typed row, with what synthesis cites
     assert (chunk.conversation_id, chunk.conversation_title, chunk.source, chunk.message_ids) == (new.id, "new", "pi", ("m0",))
+    assert ledger.chunk_vectors(["chunk-new", "no-such-chunk"]) == {"chunk-new": [1.0, 0.0]}
+    assert ledger.chunk_vectors([]) == {}
     ledger.close()
