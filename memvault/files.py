@@ -5,7 +5,6 @@ makes and the fix `init --fix-permissions` applies)."""
 
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +18,8 @@ def atomic_path(path: Path, suffix: str = ".tmp", sync: bool = True) -> Iterator
     ``sync=False`` skips the fsync where a hook must stay cheap (a spool entry: the rename
     alone already keeps readers from seeing half of it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # shutil, random, bz2, lzma: 4 ms every agent hook would pay at import
+
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     os.close(fd)
     tmp = Path(name)

@@ -12,10 +12,8 @@ this module without loading the settings (pydantic), Typer or httpx.
 import ipaddress
 import json
 import os
-import secrets
 import socket
 import stat
-import tomllib
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -57,6 +55,8 @@ def create_token_file(path: Path) -> bool:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return False
+    import secrets  # hmac and hashlib: loaded by the server that makes a token, not by every hook
+
     with os.fdopen(fd, "w", encoding="ascii") as fh:
         os.fchmod(fh.fileno(), 0o600)
         fh.write(secrets.token_hex(TOKEN_BYTES) + "\n")
@@ -93,9 +93,16 @@ def hub_table(home: Path) -> dict[str, Any] | None:
     """The ``[hub]`` table of ``home/memvault.toml`` when it names a URL (the hook's view; the
     settings validate the same table fully); None for a home that is not a client."""
     try:
-        with (home / "memvault.toml").open("rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError):
+        raw = (home / "memvault.toml").read_bytes()
+    except OSError:
+        return None
+    if b"hub" not in raw:  # every hook asks: most homes are no client, and tomllib costs it 5 ms
+        return None
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
     table = data.get("hub")
     if not isinstance(table, dict) or not isinstance(table.get("url"), str) or not table["url"].strip():

@@ -76,3 +76,17 @@ def test_project_match() -> None:
     assert not in_project("/Users/sam/src/homelab", "/Users/sam/src")
     assert in_project("homelab", "/Users/sam/src/homelab/scripts") and not in_project("homelab", "/tmp")
     assert not in_project(None, "/x") and not in_project("/x", None)
+
+
+def test_hub_table_reads_the_hub_section_and_skips_homes_without_one(tmp_path: Path) -> None:
+    # Every hook asks whether its home is a hub client; a file that never says "hub" is
+    # answered without parsing it, one that does is parsed as TOML.
+    from memvault.live.hub_wire import hub_table
+
+    assert hub_table(tmp_path) is None  # no memvault.toml at all
+    (tmp_path / "memvault.toml").write_text('[[sources]]\nkind = "codex"\npath = "/src/github/x"\n')
+    assert hub_table(tmp_path) is None  # "hub" inside a path is no [hub] table
+    (tmp_path / "memvault.toml").write_text('[hub]\nurl = "https://mini.lan:8765"\nmachine = "laptop"\n')
+    assert hub_table(tmp_path) == {"url": "https://mini.lan:8765", "machine": "laptop"}
+    (tmp_path / "memvault.toml").write_text('[hub\nurl = "https://mini.lan:8765"\n')
+    assert hub_table(tmp_path) is None  # unreadable TOML: the settings loader reports it, not the hook
