@@ -185,16 +185,14 @@ def measure(service: "MemoryService", query: str, cwd: str | None = None, sessio
 
 
 def _when(row: dict[str, Any]) -> "datetime | None":
-    """A node's date (a turn's is when it was said) as a datetime, or None."""
+    """The day a conversation's node was said, or None. An article's node carries the time it
+    was indexed, which says nothing of what it is about: its date never holds a date word."""
     from datetime import datetime
 
-    value = row.get("created_at")
-    if isinstance(value, datetime) or value is None:
-        return value
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
+    from memvault.recall.evidence import day
+
+    stamp = day(row.get("created_at")) if row.get("doc_kind") == "conversation" else ""
+    return datetime.strptime(stamp, "%Y-%m-%d") if stamp else None
 
 
 def _nested(a: dict[str, Any], b: dict[str, Any]) -> bool:
