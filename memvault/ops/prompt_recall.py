@@ -191,7 +191,8 @@ def _when(row: dict[str, Any]) -> "datetime | None":
 
     from memvault.recall.evidence import day
 
-    stamp = day(row.get("created_at")) if row.get("doc_kind") == "conversation" else ""
+    # A hit is read from its card, which holds the document key but not its kind.
+    stamp = day(row.get("created_at")) if str(row.get("doc") or "").startswith("conv:") else ""
     return datetime.strptime(stamp, "%Y-%m-%d") if stamp else None
 
 

@@ -128,8 +128,8 @@ def test_only_a_conversations_node_has_a_date_for_date_words() -> None:
     from memvault.ops.prompt_recall import _when
 
     said = datetime(2023, 5, 8, 13, 56)
-    assert _when({"doc_kind": "conversation", "created_at": said}) == datetime(2023, 5, 8)
-    assert _when({"doc_kind": "conversation", "created_at": "2023-05-08T13:56:00"}) == datetime(2023, 5, 8)
+    assert _when({"doc": "conv:1a2b3c4d", "created_at": said}) == datetime(2023, 5, 8)
+    assert _when({"doc": "conv:1a2b3c4d", "created_at": "2023-05-08T13:56:00"}) == datetime(2023, 5, 8)
     # an article's node is dated when it was indexed: "in May 2023" must not match it by that
-    assert _when({"doc_kind": "article", "created_at": said}) is None
-    assert _when({"doc_kind": "conversation", "created_at": None}) is None
+    assert _when({"doc": "Postgres_Backups", "created_at": said}) is None
+    assert _when({"doc": "conv:1a2b3c4d", "created_at": None}) is None
