@@ -4,7 +4,10 @@ bench/chunk_quality.py scores memvault's chunking on these; nothing here is comm
 reader returns conversations in the schema of bench/data/README.md:
 ``{"id": str, "messages": [{"role": "user"|"assistant", "text": str}], "starts": [int]}``,
 ``starts`` being the 0-based indices of the messages that open a new topic (0 implied, left
-out). Speakers alternate user / assistant from the first utterance (the sets name no roles).
+out). The sets name no roles: DialSeg711's user and system alternate user / assistant from the
+first utterance; TIAGE's two PersonaChat speakers are both people and either opens topics (more
+than half its gold shifts are the second speaker's), so both are read as `user` and the
+segmenter reads it message by message (``tiage-pairs:<split>``: the earlier alternating reading).
 
 The cache folder (``--cache``, default ``$MEMVAULT_SEGMENTATION_DATA`` or
 ``~/.cache/memvault/segmentation``) holds the repositories as they are published, cloned
@@ -34,14 +37,16 @@ def default_cache() -> Path:
     return Path(given) if given else Path.home() / ".cache" / "memvault" / "segmentation"
 
 
-def _conversation(cid: str, texts: Sequence[str], starts: Sequence[int]) -> Conversation:
-    return {"id": cid, "messages": [{"role": ROLES[i % 2], "text": t} for i, t in enumerate(texts)],
+def _conversation(cid: str, texts: Sequence[str], starts: Sequence[int], people: bool = False) -> Conversation:
+    roles = ("user", "user") if people else ROLES
+    return {"id": cid, "messages": [{"role": roles[i % 2], "text": t} for i, t in enumerate(texts)],
             "starts": sorted({s for s in starts if 0 < s < len(texts)})}
 
 
-def read_tiage(path: Path, prefix: str = "tiage") -> list[Conversation]:
+def read_tiage(path: Path, prefix: str = "tiage", people: bool = True) -> list[Conversation]:
     """TIAGE's annotated PersonaChat dialogues: ``{id: [[utterance, label], ...]}``; label "1"
-    marks an utterance that shifts the topic ("-1" on the first, "0" elsewhere)."""
+    marks an utterance that shifts the topic ("-1" on the first, "0" elsewhere). ``people``:
+    both speakers as `user` (else they alternate user / assistant)."""
     data = _json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected TIAGE's object of dialogues {{id: [[utterance, label], ...]}}")
@@ -50,7 +55,7 @@ def read_tiage(path: Path, prefix: str = "tiage") -> list[Conversation]:
         if not isinstance(turns, list) or not all(isinstance(t, list) and len(t) == 2 for t in turns):
             raise ValueError(f"{path}: dialogue {did!r} is not a list of [utterance, label] pairs")
         out.append(_conversation(f"{prefix}-{did}", [str(t[0]) for t in turns],
-                                 [i for i, t in enumerate(turns) if str(t[1]) == "1"]))
+                                 [i for i, t in enumerate(turns) if str(t[1]) == "1"], people))
     return out
 
 
@@ -161,8 +166,8 @@ def _synthetic(_cache: Path) -> list[Conversation]:
 Reader = Callable[[Path], list[Conversation]]
 
 
-def _tiage_split(split: str) -> Reader:
-    return lambda cache: read_tiage(cache / TIAGE.format(split=split))
+def _tiage_split(split: str, people: bool = True) -> Reader:
+    return lambda cache: read_tiage(cache / TIAGE.format(split=split), people=people)
 
 
 def _unified_split(name: str, split: str, label: str, dev_every: int | None = None) -> Reader:
@@ -173,6 +178,7 @@ def _unified_split(name: str, split: str, label: str, dev_every: int | None = No
 
 SETS: dict[str, Reader] = {
     **{f"tiage:{s}": _tiage_split(s) for s in ("train", "dev", "test")},
+    **{f"tiage-pairs:{s}": _tiage_split(s, people=False) for s in ("train", "dev", "test")},
     **{f"dialseg711:{s}": _unified_split("dialseg_711", s, "dialseg711", DIALSEG_DEV_EVERY) for s in ("dev", "test")},
     "dialseg711:tadam": lambda cache: read_tadam(cache / TADAM),
     **{f"committee:{s}": _unified_split("meeting_committee", s, "committee") for s in ("dev", "test")},

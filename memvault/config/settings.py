@@ -99,7 +99,9 @@ class ChunkSettings(Section):
     )
     boundary_threshold: float = Field(
         default=0.45, ge=0, le=1,
-        description="No-model path, `learned`: the boundary probability a gap needs to be cut (higher: fewer, longer chunks)",
+        description="No-model path, `learned`: the boundary probability a gap between exchanges needs to be cut (higher: "
+                    "fewer, longer chunks); a conversation between people, with no replies, is read message by message "
+                    "with a threshold of its own",
     )
     boundary_similarity: float = Field(
         default=0.40, ge=0, le=1,

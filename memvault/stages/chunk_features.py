@@ -15,7 +15,13 @@ One row per gap (between exchange ``i`` and ``i + 1``), one column per name in `
 
 Turn lengths and the distance to either end of the conversation were tried too and left out:
 they differ between data sets more than between topics, and cost F1 on the dev splits.
-memvault.stages.chunk_segment combines the features with learned weights into a boundary score.
+
+``people_features`` serves a conversation between people, read message by message (every
+exchange one message, no replies): ``FEATURES`` plus ``PEOPLE_EXTRA``, whether the message
+before the gap asks something (an answer follows, not a new topic) and whether the one after
+the next does, and single-message cosines around the gap (does the new message go on with the
+next one, does the one before it go back to the one after). memvault.stages.chunk_segment
+combines the features with learned weights into a boundary score.
 """
 
 import math
@@ -32,6 +38,12 @@ FEATURES = (
     "shift_phrase", "greeting", "request", "question", "reply_opens", "reply_question", "asks_you", "reply_asks_you",
     "closing",
 )
+
+PEOPLE_EXTRA = (
+    "prev_question", "prev_asks_you", "after_question",
+    "cos_next", "cos_prev", "cos_skip", "cos_back", "cos_span", "cos_4", "cos_drop",
+)
+PEOPLE_FEATURES = FEATURES + PEOPLE_EXTRA
 
 # A user turn that announces a new topic. Matched at its start (after fillers such as "ok,"
 # or "also"), so "another question" in the middle of a sentence does not count.
@@ -150,3 +162,27 @@ def gap_features(vectors: np.ndarray, turns: Sequence[Sequence[str]]) -> np.ndar
         rows.append([near[i], wide2[i], wide3[i], depth[i], blend[i] - blend.mean(), lex1[i], lex2[i],
                      *_cue_columns(turns, i + 1)])
     return np.array(rows, dtype=np.float64)
+
+
+def people_features(vectors: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+    """The ``PEOPLE_FEATURES`` of each of the ``n - 1`` gaps between ``n`` messages of people talking.
+
+    ``vectors``: one unit vector per message; ``texts``: the messages. Gap ``g - 1`` lies
+    between message ``g - 1`` and message ``g``.
+    """
+    n = len(vectors)
+    if n < 2:
+        return np.zeros((0, len(PEOPLE_FEATURES)))
+    base = gap_features(vectors, [[t] for t in texts])
+
+    def cos(a: int, b: int) -> float:
+        return float(vectors[a] @ vectors[b]) if 0 <= a < n and 0 <= b < n else 0.0
+
+    wide4 = block_cosines(vectors, 4)
+    rows = []
+    for g in range(1, n):
+        prev, after = texts[g - 1], texts[g + 1] if g + 1 < n else ""
+        rows.append([float("?" in prev), float(bool(ASKS_YOU.search(prev[-300:]))), float("?" in after),
+                     cos(g, g + 1), cos(g - 2, g - 1), cos(g - 1, g + 1), cos(g - 2, g), cos(g - 2, g + 1),
+                     wide4[g - 1], cos(g - 1, g) - cos(g, g + 1)])
+    return np.hstack([base, np.array(rows, dtype=np.float64)])

@@ -7,9 +7,11 @@ whole text, and return the exchanges that open a new topic.
 explainable features of memvault.stages.chunk_features (cosines either side over 1-3
 exchanges, valley depth, TF-IDF overlap, greeting / request / "do you ...?" / announced-shift
 / closing phrases); a logistic regression (``WEIGHTS``) turns them into a boundary
-probability and the gaps reaching ``THRESHOLD`` are cut. Fitted on public dialogues with
-human gold (bench/segmentation_train.py), chosen on their dev splits, reported on their test
-splits (bench/README.md); the weights are a constant table, no model file.
+probability and the gaps reaching ``THRESHOLD`` are cut. A conversation between people (no
+replies: every exchange one message) is read message by message with a table of its own
+(``PEOPLE_WEIGHTS`` over ``PEOPLE_FEATURES``), since either person may open a topic. Fitted on
+public dialogues with human gold (bench/segmentation_train.py), chosen on their dev splits,
+reported on their test splits (bench/README.md); the weights are constant tables, no model file.
 
 `valleys` (``valley_boundaries``, the earlier hand rule): TextTiling (Hearst 1997). The
 similarity at a gap is the mean of the neighbours' cosine and of the three exchanges on each
@@ -23,7 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memvault.stages.chunk_features import FEATURES, depth_scores, gap_features, shift_cue, unit
+from memvault.stages.chunk_features import (FEATURES, PEOPLE_FEATURES, depth_scores, gap_features, people_features,
+                                            shift_cue, unit)
 
 BLOCK = 3  # exchanges on each side of a gap in the wider block comparison
 CUE_SIMILARITY = 0.5  # a topic-shift phrase cuts unless the gap is at least this similar
@@ -77,6 +80,26 @@ THRESHOLD = 0.45  # cut where the boundary probability reaches this (ChunkSettin
 MIN_EXCHANGES = 1  # and no other cut is closer than this many exchanges (2 and 3 did worse on dev)
 WEIGHTS_ARRAY = np.array([WEIGHTS.get(f, 0.0) for f in FEATURES])
 
+# The table for people talking (every exchange one message), over PEOPLE_FEATURES: fitted on the
+# 4,392 message gaps of TIAGE train read as two people (both speakers opened topics there);
+# threshold and spacing chosen on TIAGE dev the same way:
+#   .venv/bin/python bench/segmentation_train.py --table people --train tiage:train --set tiage:dev \
+#       --set dialseg711:dev --held tiage:test --held dialseg711:test --cache C --embed-cache E
+# Read: a low cosine across the gap over two messages (cos_2) and a question about the other person
+# after it mean a new topic; a question before it (answered next) and a return to the earlier
+# messages (cos_span, cos_back) mean the same one.
+PEOPLE_WEIGHTS: dict[str, float] = {
+    "cos_1": -0.9070, "cos_2": -9.9811, "cos_3": 2.1411, "depth": 0.3656, "relative": -1.0815, "lex_1": -0.5761,
+    "lex_2": 1.2741, "shift_phrase": 1.7145, "greeting": -0.0771, "request": 0.1165, "question": 0.9159,
+    "asks_you": 1.0182, "closing": 0.0258, "prev_question": -0.7889, "prev_asks_you": -0.2627,
+    "after_question": -0.0168, "cos_next": 0.1220, "cos_prev": -0.6861, "cos_skip": 0.6658, "cos_back": 1.2127,
+    "cos_span": 2.5391, "cos_4": -0.9808, "cos_drop": -0.4906,
+}
+PEOPLE_BIAS = 1.3475
+PEOPLE_THRESHOLD = 0.275
+PEOPLE_MIN_MESSAGES = 2  # an answer stays with its question: no two cuts in adjacent gaps
+PEOPLE_ARRAY = np.array([PEOPLE_WEIGHTS.get(f, 0.0) for f in PEOPLE_FEATURES])
+
 
 def probabilities(features: np.ndarray, weights: np.ndarray = WEIGHTS_ARRAY, bias: float = BIAS) -> np.ndarray:
     """Boundary probability of each gap (one row of ``features`` each)."""
@@ -95,16 +118,32 @@ def pick(probs: np.ndarray, threshold: float = THRESHOLD, min_exchanges: int = M
     return set(kept)
 
 
+def between_people(turns: Sequence[Sequence[str]]) -> bool:
+    """True when no exchange has a reply: people talking, each message its own unit."""
+    return all(len(t) == 1 for t in turns)
+
+
+def features(vectors: np.ndarray, turns: Sequence[Sequence[str]]) -> tuple[str, np.ndarray]:
+    """Which table scores the conversation (`people` or `exchanges`) and its gaps' features."""
+    if between_people(turns):
+        return "people", people_features(vectors, [t[0] for t in turns])
+    return "exchanges", gap_features(vectors, turns)
+
+
 def learned_boundaries(vectors: np.ndarray, turns: Sequence[Sequence[str]], threshold: float = THRESHOLD) -> set[int]:
     """The learned scorer: indices of the exchanges that open a new topic (never 0).
 
     ``vectors``: one unit vector per exchange; ``turns``: each exchange's message texts, its
     user turn first ("" first when it opens with a reply); ``threshold``: the boundary
-    probability a gap needs to be cut.
+    probability a gap between exchanges needs to be cut (people talking have their own,
+    ``PEOPLE_THRESHOLD``).
     """
     if len(vectors) < 2:
         return set()
-    return pick(probabilities(gap_features(vectors, turns)), threshold)
+    table, x = features(vectors, turns)
+    if table == "people":
+        return pick(probabilities(x, PEOPLE_ARRAY, PEOPLE_BIAS), PEOPLE_THRESHOLD, PEOPLE_MIN_MESSAGES)
+    return pick(probabilities(x), threshold)
 
 
 def segment(vectors: np.ndarray, sizes: Sequence[int], cuts: set[int], max_chars: int) -> list[tuple[int, int]]:

@@ -95,9 +95,13 @@ def test_tiage_reader_marks_the_utterances_labelled_1(tmp_path: Path) -> None:
                                       ["yes , pasta mostly", "0"], ["i work nights at a bakery", "1"]]}))
     [conv] = read_tiage(path)
     assert conv["id"] == "tiage-7" and conv["starts"] == [2, 4]
-    assert [m["role"] for m in conv["messages"]] == ["user", "assistant", "user", "assistant", "user"]
+    # Two people: both read as `user`, so either may open a topic (the gold is the same either way).
+    assert [m["role"] for m in conv["messages"]] == ["user"] * 5
     assert conv["messages"][3]["text"] == "yes , pasta mostly"
     assert read_any(path) == [conv]
+    [pairs] = read_tiage(path, people=False)
+    assert [m["role"] for m in pairs["messages"]] == ["user", "assistant", "user", "assistant", "user"]
+    assert pairs["starts"] == conv["starts"]
 
 
 def test_unified_reader_turns_segment_lengths_into_starts_and_splits(tmp_path: Path) -> None:

@@ -9,9 +9,10 @@ import pytest
 from memvault.config.settings import ChunkSettings
 from stores.rows import MessageRow
 from memvault.stages.chunk import plan_chunks
-from memvault.stages.chunk_features import FEATURES, depth_scores, gap_features, shift_cue
-from memvault.stages.chunk_segment import (THRESHOLD, WEIGHTS, gap_similarities, learned_boundaries, pick, segment,
-                                           valley_boundaries)
+from memvault.stages.chunk_features import (FEATURES, PEOPLE_FEATURES, depth_scores, gap_features, people_features,
+                                            shift_cue)
+from memvault.stages.chunk_segment import (PEOPLE_WEIGHTS, THRESHOLD, WEIGHTS, features, gap_similarities,
+                                           learned_boundaries, pick, segment, valley_boundaries)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "segmentation"
 
@@ -113,6 +114,32 @@ def test_a_real_annotated_dialogue_is_cut_within_one_message_of_its_gold(embedde
     # annotators' 9, where the age topic turns into money and hats.
     assert all(any(abs(p - g) <= 1 for p in starts) for g in conv["starts"]), starts
     assert all(any(abs(p - g) <= 1 for g in conv["starts"]) for p in starts), starts
+
+
+def test_the_same_dialogue_read_as_two_people_is_cut_message_by_message(embedder) -> None:
+    # TIAGE's speakers are both people: read so (every message `user`), each message is its own
+    # unit and the people table scores the gaps. Both gold starts are found within one message,
+    # 6 exactly; 10 ("are you rich?") sits next to the annotators' 9 and 13 follows "my favorite
+    # thing to do is play with my dollies", a turn the annotators kept with the hats.
+    [conv] = json.loads((FIXTURES / "tiage_dev_6.json").read_text(encoding="utf-8"))["conversations"]
+    rows = [MessageRow(native_id=f"m{i}", parent_native_id=None, seq=i, role="user", kind="text", text=m["text"],
+                       timestamp=None, low_value=False) for i, m in enumerate(conv["messages"])]
+    starts = [int(msgs[0].native_id[1:]) for msgs, _ in plan_chunks(rows, embedder, ChunkSettings())[1:]]
+    assert starts == [6, 10, 13]
+
+
+def test_the_people_table_is_used_only_when_no_exchange_has_a_reply() -> None:
+    v = _vectors([[1, 0, 0], [1, 0.1, 0], [0, 1, 0], [0, 1, 0.1]])
+    people = [["Do you like turtles?"], ["I have two cats."], ["I go to preschool."], ["You are so young!"]]
+    table, x = features(v, people)
+    assert table == "people" and x.shape == (3, len(PEOPLE_FEATURES))
+    assert features(v, [[*people[0], "Yes."], *people[1:]])[0] == "exchanges"
+    rows = dict(zip(PEOPLE_FEATURES, people_features(v, [t[0] for t in people]).T))
+    assert list(rows["prev_question"]) == [1.0, 0.0, 0.0]  # "Do you like turtles?" before the first gap
+    assert list(rows["after_question"]) == [0.0, 0.0, 0.0]
+    assert rows["cos_next"][1] > 0.99 and rows["cos_span"][2] == 0.0  # 2 and 3 agree; nothing after 3
+    # The reply columns are always 0 between single messages; the table leaves them out.
+    assert set(PEOPLE_WEIGHTS) == set(PEOPLE_FEATURES) - {"reply_opens", "reply_question", "reply_asks_you"}
 
 
 def test_shift_cues() -> None:
