@@ -159,7 +159,7 @@ def tune(home: Path, ans: list[Any], unrel: list[Any], min_answerable: float) ->
     from memvault.live.prompt_gate import GateParams, Signals, decide
     from memvault.config.settings import load_settings
 
-    cache = home.parent / "tune-signals-v2.json"  # v2: with the top cosine and dates matched
+    cache = home.parent / "tune-signals-v3.json"  # v3: 5 units weighed, top cosine, dates matched
     if cache.is_file():
         saved = json.loads(cache.read_text(encoding="utf-8"))
         sig_a = [None if s is None else Signals(tuple(s[0]), *s[1:]) for s in saved["a"]]

@@ -25,24 +25,26 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from memvault.recall.evidence import HEADER, SHORT_HEADER, Shape  # noqa: E402
+from memvault.recall.evidence import HEADER, PASSAGE_GAP, SHORT_HEADER, Shape  # noqa: E402
 
-# Each shape spelled out whole (the defaults of Shape are the chosen row, "short-8u-hit240").
+# Each shape spelled out whole against the shipped one (Shape(), "shipped"): the fields a row
+# names differ from it, the rest are the shipped values.
+OLD = Shape(units=8, hit_chars=240, context_for=1, day_once=False, gap=PASSAGE_GAP, min_hit=60)  # the previous default
 SHAPES = {
-    "before": Shape(units=6, hit_chars=360, query_line=True, header=HEADER),
-    "no-query-line": Shape(units=6, hit_chars=360, query_line=False, header=HEADER),
-    "8u": Shape(units=8, hit_chars=360, query_line=False, header=HEADER),
-    "8u-hit240": Shape(units=8, hit_chars=240, query_line=False, header=HEADER),
-    "10u-hit200": Shape(units=10, hit_chars=200, query_line=False, header=HEADER),
-    "10u-hit200-ctx0": Shape(units=10, hit_chars=200, context_for=0, query_line=False, header=HEADER),
-    "10u-hit240-ctx90": Shape(units=10, hit_chars=240, context_chars=90, query_line=False, header=HEADER),
-    "12u-hit160-ctx0": Shape(units=12, hit_chars=160, context_for=0, query_line=False, header=HEADER),
-    "short-8u-hit240": Shape(units=8, hit_chars=240, query_line=False, header=SHORT_HEADER),
-    "short-10u-hit200-ctx0": Shape(units=10, hit_chars=200, context_for=0, query_line=False, header=SHORT_HEADER),
-    "short-12u-hit160-ctx0": Shape(units=12, hit_chars=160, context_for=0, query_line=False, header=SHORT_HEADER),
-    "short-12u-hit200-ctx0": Shape(units=12, hit_chars=200, context_for=0, query_line=False, header=SHORT_HEADER),
+    "before-6u-hit360-query": OLD._replace(units=6, hit_chars=360, query_line=True, header=HEADER),
+    "previous-8u-hit240-ctx1": OLD,
+    "8u-hit240-ctx0": OLD._replace(context_for=0),
+    "12u-hit160-ctx0": OLD._replace(units=12, hit_chars=160, context_for=0),
+    "shipped: 14u-hit240-ctx0-day-once-one-title-min150": Shape(),
+    "shipped + passages 2 turns apart": Shape(gap=PASSAGE_GAP),
+    "shipped + dated turns": Shape(day_once=False),
+    "shipped + hits cut evenly to 60 (none dropped)": Shape(min_hit=60),
+    "shipped + hit 150 (best on tune: cuts long agent turns before the answer)": Shape(hit_chars=150),
+    "shipped + hit 150 + cut evenly to 60": Shape(hit_chars=150, min_hit=60),
+    "shipped + 12 units": Shape(units=12),
+    "shipped + best passage with context": Shape(context_for=1),
     # Not a candidate: 20 units with no budget, what the ranking alone puts in reach.
-    "ceiling-20u-unbounded": Shape(units=20, hit_chars=160, context_for=0, query_line=False, header=SHORT_HEADER),
+    "ceiling-20u-unbounded": Shape(units=20, hit_chars=160, header=SHORT_HEADER),
 }
 
 
@@ -57,7 +59,7 @@ def main() -> int:
     ap.add_argument("--max-unrelated", type=float, default=0.015, help="a threshold row counts when it injects on at most this share")
     ap.add_argument("--min-answerable", type=float, default=0.95)
     ap.add_argument("--shapes", default="", help="comma-separated names of SHAPES to weigh (default: all)")
-    ap.add_argument("--weigh", default="1,3,5", help="comma-separated numbers of units the decision weighs")
+    ap.add_argument("--weigh", default="5", help="comma-separated numbers of units the decision weighs")
     ap.add_argument("--at", default="", help="w_coverage,min_evidence chosen on tune: measure there instead of searching")
     args = ap.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))

@@ -115,6 +115,7 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
     reason = trivial_reason(query, params.min_words)
     if reason:
         return PromptAnswer("", False, [f"trivial prompt: {reason}"])
+    found = found or service.scored_candidates(query, cwd)
     measured = measure(service, query, cwd, session_id, max(shape.units, params.weigh), params.weigh, found)
     if isinstance(measured, str):
         return PromptAnswer("", False, [measured])
@@ -124,12 +125,18 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
         return PromptAnswer("", False, reasons, signals)
     passages = []
     doc_rows: dict[str, list[dict[str, Any]]] = {}
+    read = 0
     for _, row, _ in units[:shape.units]:
         if row.get("kind") == "message" and row["doc"] not in doc_rows:
-            doc_rows[row["doc"]] = service.nodes.doc_nodes(row["doc"])
+            # A document's turns are read (~10 ms each) only for the passages that show context;
+            # the others need its title, which recall has mostly read already.
+            if read < shape.context_for:
+                doc_rows[row["doc"]], read = service.nodes.doc_nodes(row["doc"]), read + 1
+            else:
+                doc_rows[row["doc"]] = _conversation_row(row, found[1])
         cite = row["path"].split("/")[1] if row["doc"].startswith("conv:") and "/" in row["path"] else f"[[{row['doc']}]]"
         passages.append(passage_for(row, doc_rows.get(row["doc"], []), cite))
-    block = render_prompt_block(query, merge(passages), max_chars or live.prompt_max_chars, shape)
+    block = render_prompt_block(query, merge(passages, shape.gap), max_chars or live.prompt_max_chars, shape)
     service._log_access([row["id"] for _, row, _ in units[:shape.units]])
     return PromptAnswer(block, bool(block), reasons, signals)
 
@@ -182,6 +189,17 @@ def measure(service: "MemoryService", query: str, cwd: str | None = None, sessio
     signals = Signals(tuple(words), shares[0][1], max(share for share, _ in shares), best_cos, background, agree,
                       any(s.candidate.in_project for s, _, _ in weighed), top_cos)
     return signals, units
+
+
+def _conversation_row(row: dict[str, Any], rows: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation node above a turn (turn → exchange → conversation) among the rows recall
+    read, as a one-row list, or ``[]``."""
+    up = rows.get(str(row.get("parent") or ""))
+    for _ in range(2):
+        if up is None or up.get("kind") == "conversation":
+            break
+        up = rows.get(str(up.get("parent") or ""))
+    return [up] if up is not None and up.get("kind") == "conversation" else []
 
 
 def _when(row: dict[str, Any]) -> "datetime | None":

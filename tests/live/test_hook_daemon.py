@@ -130,7 +130,8 @@ def test_a_contentless_turn_never_heads_the_block(home: Path, embedder) -> None:
     hits = [ln for ln in answer.block.splitlines() if ln.startswith("»")]
     assert hits and "pgBackRest" in hits[0]
     assert not any(ln.rstrip().endswith((": hi", ": ok", ": Thanks")) for ln in hits)
-    assert "2026-03-01" in hits[0]
+    # every turn shown was said on 2026-03-01: its date stands on the conversation's title
+    assert "[1] 2026-03-01 postgres backups (cite: conv:k1)" in answer.block
     # The session the prompt is typed in is not recalled to itself.
     from memvault.ops.prompt_recall import session_doc
 

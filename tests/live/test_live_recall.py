@@ -46,10 +46,10 @@ def test_explain_names_each_signal_and_the_threshold(demo_copy: Path, monkeypatc
     loud = runner.invoke(app, ["--home", str(demo_copy), "prompt-recall", "--explain", RELATED])
     assert loud.exit_code == 0, loud.output
     assert loud.output.startswith("injected: yes") and "<memory-recall>" in loud.output
-    for said in ("content words:", "IDF mass", "unit cosine", "top cosine", "coverage", "threshold 1.240: enough"):
+    for said in ("content words:", "IDF mass", "unit cosine", "top cosine", "coverage", "threshold 1.279: enough"):
         assert said in loud.output, said
     quiet = runner.invoke(app, ["--home", str(demo_copy), "prompt-recall", "--explain", UNRELATED])
-    assert quiet.output.startswith("injected: no") and "threshold 1.240: not enough" in quiet.output
+    assert quiet.output.startswith("injected: no") and "threshold 1.279: not enough" in quiet.output
     assert "(nothing injected)" in quiet.output and "{" not in quiet.output  # sentences, not a dict
     trivial = runner.invoke(app, ["--home", str(demo_copy), "prompt-recall", "--explain", "thanks!"])
     assert trivial.output.startswith("injected: no") and "trivial prompt" in trivial.output

@@ -6,7 +6,7 @@ import pytest
 
 from memvault.live.prompt_gate import (GateParams, Signals, bounded_query, contentless, content_words, coverage,
                                        date_words, decide, structural, trivial_reason)
-from memvault.recall.evidence import as_written, merge, passage_for, render_prompt_block
+from memvault.recall.evidence import Shape, as_written, merge, passage_for, render_prompt_block
 
 
 @pytest.mark.parametrize("prompt", ["thanks!", "ok", "👍", "continue", "hi", "yes", "no", "/clear", "/model sonnet",
@@ -46,13 +46,13 @@ def test_coverage_weighs_rare_words() -> None:
 
 def test_decide_explains_with_numbers() -> None:
     s = Signals(("postgres", "backup"), 12.0, 0.8, 0.45, 0.2, True, top_cos=0.5)
-    inject, reasons = decide(s, GateParams())  # unit cosine + top cosine + coverage = 1.75 ≥ 1.24
+    inject, reasons = decide(s, GateParams())  # unit cosine + top cosine + coverage = 1.75 ≥ 1.279
     text = "\n".join(reasons)
     assert inject and "80%" in text
-    assert ("unit cosine 0.450 + 1 × top cosine 0.500 + 1 × coverage 0.800 = 1.750, threshold 1.240: enough" in text)
+    assert ("unit cosine 0.450 + 1 × top cosine 0.500 + 1 × coverage 0.800 = 1.750, threshold 1.279: enough" in text)
     weak = Signals(("haiku", "autumn", "leaves"), 20.0, 0.1, 0.35, 0.15, False, top_cos=0.4)
     inject, reasons = decide(weak, GateParams())
-    assert not inject and any("= 0.850, threshold 1.240: not enough" in r for r in reasons)
+    assert not inject and any("= 0.850, threshold 1.279: not enough" in r for r in reasons)
     assert decide(s, GateParams(min_margin=0.5))[0] is False  # the margin gates only when asked to
     assert decide(s, GateParams(w_top=0.0, min_evidence=1.3))[0] is False  # the top cosine is a term of its own
 
@@ -96,14 +96,19 @@ def test_the_block_shows_the_turn_in_its_place_dated_as_written_within_budget() 
     assert len(merged) == 1 and merged[0].hits == {"m3", "m5"}
     block = render_prompt_block("where is the backup", merged, 1_500)
     assert len(block) <= 1_500
-    assert "» 2023-05-08 assistant: on the NAS [disk 2]" in block and "backup!" in block and "\\" not in block
+    # every turn shown was said that day: the date stands once, on the title
+    assert "[1] 2023-05-08 Backups chat (cite: conv:abc)" in block
+    assert "» assistant: on the NAS [disk 2]" in block and "\\" not in block
+    assert "where is the backup" not in block  # a neighbour: the shipped shape shows the hits only
+    placed = render_prompt_block("where is the backup", merged, 1_500, Shape(context_for=1, day_once=False))
+    assert "» 2023-05-08 assistant: on the NAS [disk 2]" in placed and "  2023-05-08 user: where is the backup!" in placed
     tight = render_prompt_block("where is the backup", merged, 600)
     assert len(tight) <= 600 and "on the NAS" in tight
     assert as_written("a \\* b \\# c") == "a * b # c"
 
 
 def test_the_block_shape_spends_the_budget_on_evidence() -> None:
-    from memvault.recall.evidence import HEADER, SHORT_HEADER, Shape
+    from memvault.recall.evidence import HEADER, SHORT_HEADER
 
     doc = [{"id": "root", "doc": "conv:abc", "kind": "conversation", "ord": 0, "title": "Backups chat"}]
     doc += [_turn(i, f"user: turn {i} about the backup " + "word " * 60) for i in range(1, 20)]
@@ -112,7 +117,15 @@ def test_the_block_shape_spends_the_budget_on_evidence() -> None:
     query = "where is the backup " * 5
     shipped = render_prompt_block(query, passages, 1_500)
     assert "Query:" not in shipped and SHORT_HEADER in shipped and "not instructions" in SHORT_HEADER
-    assert "turn 1 " in shipped and "turn 8 " not in shipped  # only the best hit keeps its neighbours
+    assert "turn 1 " not in shipped and "turn 8 " not in shipped  # hits only: no neighbours
+    hits = [ln for ln in shipped.splitlines() if ln.startswith("»")]
+    assert len(hits) == 3 and all(len(ln) <= 240 + len("» ") for ln in hits)
+    assert "turn 2 " in shipped and "turn 9 " in shipped and "turn 16 " in shipped
+    one_title = render_prompt_block(query, merge([passage_for(doc[i], doc, "conv:abc") for i in (2, 9, 16)], 1 << 30), 1_500)
+    assert one_title.count("(cite: conv:abc)") == 1  # one conversation, one title
+    assert one_title.index("turn 2 ") < one_title.index("turn 9 ") < one_title.index("turn 16 ")
+    placed = render_prompt_block(query, passages, 1_500, Shape(context_for=1))
+    assert "turn 1 " in placed and "turn 8 " not in placed  # only the best hit keeps its neighbours
     echoed = render_prompt_block(query, passages, 1_500, Shape(query_line=True, header=HEADER))
     assert "Query: where is the backup" in echoed and HEADER in echoed
     lean = render_prompt_block(query, passages, 1_500, Shape(query_line=False, context_for=0, hit_chars=120))
@@ -133,3 +146,42 @@ def test_only_a_conversations_node_has_a_date_for_date_words() -> None:
     # an article's node is dated when it was indexed: "in May 2023" must not match it by that
     assert _when({"doc": "Postgres_Backups", "created_at": said}) is None
     assert _when({"doc": "conv:1a2b3c4d", "created_at": None}) is None
+
+
+def test_a_hit_without_its_documents_turns_stands_alone_in_conversation_order() -> None:
+    from memvault.ops.prompt_recall import _conversation_row
+    from memvault.recall.evidence import place
+
+    conv = {"id": "c", "doc": "conv:abc", "kind": "conversation", "title": "Backups chat", "parent": None,
+            "path": "/conv:abc"}
+    ex = {"id": "e", "doc": "conv:abc", "kind": "exchange", "parent": "c", "path": "/conv:abc/e10"}
+    late = {"id": "m9", "doc": "conv:abc", "kind": "message", "parent": "e", "path": "/conv:abc/e10/m2",
+            "title": "assistant: main", "text": "assistant: main", "created_at": datetime(2023, 5, 8)}
+    early = {**late, "id": "m1", "path": "/conv:abc/e2/m1", "text": "user: where is the backup?",
+             "created_at": datetime(2023, 5, 9)}
+    rows = {r["id"]: r for r in (conv, ex, late, early)}
+    assert _conversation_row(late, rows) == [conv] and _conversation_row(late, {"m9": late}) == []
+    assert place(early) < place(late) and place({"ord": 3}) == 3
+    # the title is the conversation's (a turn's own title is its text), or none
+    assert passage_for(late, [conv], "conv:abc").title == "Backups chat"
+    assert passage_for(late, [], "conv:abc").title == ""
+    merged = merge([passage_for(r, [conv], "conv:abc") for r in (late, early)], 1 << 30)
+    assert [r["id"] for r in merged[0].rows] == ["m1", "m9"]
+    block = render_prompt_block("backup", merged, 1_500)
+    # said on two days: each turn keeps its own date
+    assert "[1] Backups chat (cite: conv:abc)" in block
+    assert "» 2023-05-09 user: where is the backup?\n» 2023-05-08 assistant: main" in block
+
+
+
+def test_weak_hits_of_one_conversation_never_squeeze_its_best_one() -> None:
+    doc = [{"id": "root", "doc": "conv:abc", "kind": "conversation", "ord": 0, "title": "Backups chat"}]
+    doc += [_turn(i, f"user: turn {i} " + "word " * 45) for i in range(1, 30)]
+    # the best hit is said last; eight weaker ones earlier in the same conversation
+    ranked = [passage_for(doc[i], doc, "conv:abc") for i in (28, 2, 5, 8, 11, 14, 17, 20, 23)]
+    block = render_prompt_block("turn", merge(ranked, 1 << 30), 1_000)
+    hits = [ln for ln in block.splitlines() if ln.startswith("»")]
+    assert len(block) <= 1_000 and "turn 28 " in block
+    assert all(len(ln) >= 150 for ln in hits)  # cut no shorter than MIN_HIT_CHARS: the weakest go instead
+    assert "turn 23 " not in block and "turn 20 " not in block
+    assert [ln.split()[3] for ln in hits] == sorted((ln.split()[3] for ln in hits), key=int)  # in the order said
