@@ -95,8 +95,9 @@ def fourth_round(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights
 
     family("exchange best-of", {f"child {c:g}, sibling {s:g}": {"child_damping": c, "sibling_damping": s}
                                 for c in (0.55, 0.8, 1.0) for s in (0.5, 0.8, 1.0) if (c, s) != (0.55, 0.5)})
-    # The grid as it was tried: 6–12 words first, then 12–20 around the first grid's best.
-    grid = [(x, n) for x in (0.1, 0.15, 0.2, 0.3) for n in (6, 8, 10, 12)]
+    # The grids as they were tried: 3–6 words, 6–12, then 12–20 around the best so far.
+    grid = [(x, n) for x in (0.03, 0.06) for n in (3, 6)] + [(0.1, 3)]
+    grid += [(x, n) for x in (0.1, 0.15, 0.2, 0.3) for n in (6, 8, 10, 12)]
     grid += [(x, n) for x in (0.15, 0.2, 0.25) for n in (12, 14, 16, 20) if (x, n) not in grid]
     family("content prior", {f"w_content {x:g}, full {n}": {"w_content": x, "content_full": n} for x, n in grid})
     return families

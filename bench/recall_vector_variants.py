@@ -66,10 +66,18 @@ def node_vectors(data: list[dict[str, Any]], cache: dict[str, np.ndarray], conte
     return out
 
 
+_FIRST: dict[tuple[int, str], list[Scored]] = {}  # (case, weights) -> the first ranking, shared by the members
+
+
 def scored(case: rq.Case, w: BenchWeights, hits: list[Candidate] | None = None) -> list[Scored]:
+    if hits is None:
+        key = (id(case), w.model_dump_json())
+        if key not in _FIRST:
+            _FIRST[key] = scored(case, w, rq.cut_candidates(case.hits, w.top_k, w.hop_k)[0])
+        return _FIRST[key]
     cut, dropped = rq.cut_candidates(case.hits, w.top_k, w.hop_k)
     store = {**case.lifted, **dropped}
-    return score_variants(hits if hits is not None else cut, lambda ids: {i: store[i] for i in ids if i in store},
+    return score_variants(hits, lambda ids: {i: store[i] for i in ids if i in store},
                           w, datetime.now(timezone.utc), query=case.question)
 
 
@@ -148,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         key, _, value = item.partition("=")
         section, _, field = key.partition(".")
         overrides.setdefault(section, {})[field] = json.loads(value)
+    # recall_quality.py pickles its cases run as a script: their classes live in __main__ there.
+    main_module = sys.modules["__main__"]
+    setattr(main_module, "Case", rq.Case)
+    setattr(main_module, "ConversationCases", rq.ConversationCases)
     conversations: dict[str, rq.ConversationCases] = rq.load_cases(
         argparse.Namespace(cases=args.cases, model_file=None, static_table=None), data, overrides,
         rq.CachedEmbedder(args.cache))

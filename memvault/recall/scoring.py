@@ -37,7 +37,7 @@ third of the first ten places went to such replies (bench/README.md, "Sixth roun
 The content prior weighs what a node says, not what it matches: a turn of thanks or surprise
 ("Wow, that's great, Ann!") holds one content word, and BM25's length normalisation puts such
 short turns high on a name alone. Evidence turns say something (bench/README.md, "Recall
-quality": multi-hop R@10 0.488 → 0.512 left one conversation out).
+quality": multi-hop R@10 0.488 → 0.50–0.51 left one conversation out).
 
 The gathered terms (``memvault.recall.gather``) look at the hits together: an answer that
 spans turns shares names with the best hits, or sits in the session most hits come from. Each

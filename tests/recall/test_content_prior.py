@@ -46,6 +46,11 @@ def test_the_turn_that_says_something_outranks_a_turn_of_thanks() -> None:
     assert by_id["thanks"]["content_prior"] == pytest.approx(w.w_content * 1 / w.content_full)
     for s in scored:
         check_explain_adds_up(s)
+    # `recall --explain` says the term by name, with its value
+    from memvault.cli.explain import explain_lines
+
+    said = "\n".join(explain_lines(scored[0].explain))
+    assert f"content +{w.w_content * 8 / w.content_full:.4f}" in said.split("priors: ")[1]
     # the prior decides: without it the name match wins
     off = score_candidates(hits(), no_lookup, ScoringWeights(w_content=0.0), NOW, query=QUERY)
     assert off[0].id == "thanks" and all(s.explain["content_prior"] == 0.0 for s in off)
