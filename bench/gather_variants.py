@@ -20,7 +20,7 @@ HOP_CAPTURED = 20  # recall.hop_k the cases are captured with
 def gather_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights]]:
     """Family name → {variant name: weights}, on the product's defaults."""
     product = BenchWeights(**defaults.model_dump(), hop_k=0).model_copy(
-        update={"w_hop": 0.0, "w_session": 0.0, "w_cover": 0.0, "w_speaker": 0.0, "guess_shift": 0.0})
+        update={"w_hop": 0.0, "w_session": 0.0, "w_cover": 0.0, "w_speaker": 0.0, "guess_shift": 0.0, "w_content": 0.0})
     families: dict[str, dict[str, ScoringWeights]] = {}
 
     def family(name: str, changes: Mapping[str, Mapping[str, object]]) -> None:
@@ -54,7 +54,7 @@ def third_round(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights]
     forms whose evidence is all the named person's own turns, and meaning over words on a guess
     (`guess_shift`, adopted at 0.2)."""
     product = BenchWeights(**defaults.model_dump(), hop_k=0).model_copy(
-        update={"w_speaker": 0.12, "w_guess": 0.0, "w_list": 0.0, "guess_shift": 0.0})
+        update={"w_speaker": 0.12, "w_guess": 0.0, "w_list": 0.0, "guess_shift": 0.0, "w_content": 0.0})
     families: dict[str, dict[str, ScoringWeights]] = {}
 
     def family(name: str, changes: Mapping[str, Mapping[str, object]]) -> None:
@@ -76,4 +76,28 @@ def third_round(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights]
                            for g in (0.0, 0.18, 0.33) for x in (0.1, 0.2, 0.3)})
     family("guess shift and list", {f"guess {g:g}, shift {x:g}, list {n:g}": {"w_guess": g, "guess_shift": x, "w_list": n}
                                     for g in (0.18, 0.33) for x in (0.2, 0.3) for n in (0.0, 0.08)})
+    return families
+
+
+def fourth_round(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights]]:
+    """Family name → {variant name: weights}, on the product's defaults after the third round
+    (`guess_shift` 0.2, no content prior): a turn scored with the best of its own score and its
+    exchange's (the child and sibling lifts at full strength), and the content prior (adopted:
+    `w_content` 0.2, `content_full` 12). Rocchio feedback and content MMR need the nodes'
+    vectors, which the cases do not keep: bench/recall_vector_variants.py."""
+    product = BenchWeights(**defaults.model_dump(), hop_k=0).model_copy(update={"w_content": 0.0})
+    families: dict[str, dict[str, ScoringWeights]] = {}
+
+    def family(name: str, changes: Mapping[str, Mapping[str, object]]) -> None:
+        full = f"{PREFIX}, fourth round: {name}"
+        members = {"none": {}, **changes}
+        families[full] = {f"{full}: {label}": product.model_copy(update=change) for label, change in members.items()}
+
+    family("exchange best-of", {f"child {c:g}, sibling {s:g}": {"child_damping": c, "sibling_damping": s}
+                                for c in (0.55, 0.8, 1.0) for s in (0.5, 0.8, 1.0) if (c, s) != (0.55, 0.5)})
+    # The grids as they were tried: 3–6 words, 6–12, then 12–20 around the best so far.
+    grid = [(x, n) for x in (0.03, 0.06) for n in (3, 6)] + [(0.1, 3)]
+    grid += [(x, n) for x in (0.1, 0.15, 0.2, 0.3) for n in (6, 8, 10, 12)]
+    grid += [(x, n) for x in (0.15, 0.2, 0.25) for n in (12, 14, 16, 20) if (x, n) not in grid]
+    family("content prior", {f"w_content {x:g}, full {n}": {"w_content": x, "content_full": n} for x, n in grid})
     return families

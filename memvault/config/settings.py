@@ -296,6 +296,11 @@ class RecallSettings(Section):
     )
     cover_seeds: int = Field(default=3, ge=1, description="The best hits whose query words a node completes")
     w_speaker: float = Field(default=0.12, ge=0, description="Weight of a turn spoken by a person the query names")
+    w_content: float = Field(
+        default=0.2, ge=0,
+        description="Prior of a node by its content words (not function words, not its speaker's name): a reply of thanks gets little of it",
+    )
+    content_full: int = Field(default=12, ge=1, description="Content words a node needs for the whole content prior")
     guess_shift: float = Field(
         default=0.2, ge=0,
         description="Moved from w_lex to w_cos when the query asks for a guess about someone it names (\"Would Ann …\"): its evidence seldom shares its words",

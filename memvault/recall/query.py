@@ -142,10 +142,20 @@ def content_terms(text: str) -> set[str]:
     return {t for t in _TOKEN.findall(text.lower()) if len(t) > 2 and t not in STOPWORDS}
 
 
+_SPEAKER = re.compile(r"([A-Za-z][\w .'-]{0,40}?):\s")
+
+
 def speaker(text: str) -> str | None:
     """The speaker a conversation turn's text opens with (``"Melanie: …"`` → ``"melanie"``)."""
-    m = re.match(r"([A-Za-z][\w .'-]{0,40}?):\s", text)
+    m = _SPEAKER.match(text)
     return m.group(1).strip().lower() if m else None
+
+
+def content_words(text: str) -> int:
+    """How many content terms a text holds past its speaker label (``"Ann: Thanks, Bo!"`` → 1):
+    a turn of thanks or surprise says little whatever words it shares with a query."""
+    m = _SPEAKER.match(text)
+    return len(content_terms(text[m.end():] if m else text))
 
 
 def hop_terms(seeds: list[str], pool: list[str], query: str, limit: int, max_share: float) -> list[str]:

@@ -13,6 +13,7 @@ on LoCoMo dev (bench/README.md, "Fusion variants"):
     prior      = 0.06·importance + 0.05·exp(-age/45d) + 0.03·log1p(access)/log 8
                  + 0.20 if the node is dated in the day/month/year the query names (+14 days)
                  + 0.15 if the query asks when and the node dates something ("last week")
+                 + 0.20·min(1, content words / 12)
     gathered   = w_hop·(rare terms of the best hits shared) + w_session·(session support)
                  + w_cover·(query words the best hits lack) + w_speaker·(spoken by whom it names)
     score      = max(base, propagated) + gathered + prior
@@ -33,6 +34,11 @@ carries the question's whole base. After a statement the next turn is mostly a r
 ("wow, that's great!"), so a statement lifts its reply by half: at 0.9 for every turn, a
 third of the first ten places went to such replies (bench/README.md, "Sixth round").
 
+The content prior weighs what a node says, not what it matches: a turn of thanks or surprise
+("Wow, that's great, Ann!") holds one content word, and BM25's length normalisation puts such
+short turns high on a name alone. Evidence turns say something (bench/README.md, "Recall
+quality": multi-hop R@10 0.488 → 0.50–0.51 left one conversation out).
+
 The gathered terms (``memvault.recall.gather``) look at the hits together: an answer that
 spans turns shares names with the best hits, or sits in the session most hits come from. Each
 is in ``explain`` as a ``*_bonus`` (with ``hop_terms``, what the hop looked for)."""
@@ -48,7 +54,8 @@ import numpy as np
 from memvault.markdown.tree import truncate
 from memvault.recall.candidate import Candidate as Candidate  # re-exported: callers import it from here
 from memvault.recall.gather import bonuses, explain_hop, gather, max_bonus
-from memvault.recall.query import Period, asks_guess, asks_when, exact_tokens, has_temporal_cue, named_period, words
+from memvault.recall.query import (Period, asks_guess, asks_when, content_words, exact_tokens, has_temporal_cue,
+                                   named_period, words)
 from memvault.recall.weights import ScoringWeights as ScoringWeights  # re-exported: callers import it from here
 
 
@@ -163,6 +170,7 @@ def _priors(c: Candidate, age: float | None, w: ScoringWeights, q: _Query) -> di
         "project_prior": w.w_project if c.in_project else 0.0,
         "date_prior": w.w_date if dated else 0.0,
         "when_prior": w.w_when if q.when and has_temporal_cue(c.text) else 0.0,
+        "content_prior": w.w_content * min(content_words(c.text) / w.content_full, 1.0) if w.w_content else 0.0,
     }
 
 
@@ -192,7 +200,7 @@ def score_candidates(
 
 def _max_prior(w: ScoringWeights, q: _Query) -> float:
     # The date and when priors only count when this query can give them (it names a period, it asks when).
-    return (w.w_importance + w.w_recency + w.w_access * w.access_cap + max(w.w_project, 0.0)
+    return (w.w_importance + w.w_recency + w.w_access * w.access_cap + max(w.w_project, 0.0) + max(w.w_content, 0.0)
             + (max(w.w_date, 0.0) if q.period else 0.0) + (max(w.w_when, 0.0) if q.when else 0.0))
 
 

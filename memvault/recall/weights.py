@@ -67,5 +67,8 @@ class ScoringWeights(BaseModel):
         default=_default("w_cover"), description="Weight of the idf share of the query's words a node holds that the best few hits lack")
     cover_seeds: int = Field(default=_default("cover_seeds"), description="The best hits (by base) whose query words a node completes")
     w_speaker: float = Field(default=_default("w_speaker"), description="Weight of a turn spoken by a person the query names")
+    w_content: float = Field(
+        default=_default("w_content"), description="Prior of a node by its content words, a share min(1, words / content_full)")
+    content_full: int = Field(default=_default("content_full"), description="Content words a node needs for the whole content prior")
     guess_shift: float = Field(
         default=_default("guess_shift"), description="Moved from the lexical weight to the cosine weight when the query asks for a guess")

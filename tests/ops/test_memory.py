@@ -45,7 +45,7 @@ def test_recall_ranks_turns_explains_and_logs_access(service: MemoryService) -> 
     for s in scored:
         e = s.explain
         relevance = max(float(e["base"]), float(e["propagation"]))
-        priors = float(e["importance_prior"]) + float(e["recency_prior"]) + float(e["access_prior"])
+        priors = sum(float(v) for k, v in e.items() if k.endswith("_prior"))  # the content prior too
         gathered = sum(float(v) for k, v in e.items() if k.endswith("_bonus"))  # Ann's turns: speaker_bonus
         assert float(e["total"]) == pytest.approx(relevance + gathered + priors, abs=1e-9)
     # Every turn of this six-turn chat matches directly at the default top_k (its full-text

@@ -142,6 +142,11 @@ def test_a_question_lifts_its_answer_whole_and_a_statement_its_reaction_by_half(
         check_explain_adds_up(s)
 
 
+# Hits that hold their whole content prior, as most do: a lifted node may still gain it all,
+# and the bound counts that (hits of thanks alone leave the bound looser, never wrong).
+SAYS_SOMETHING = "Ann: we hiked the ridge trail near Denver with twelve friends, camped by the lake, cooked dinner and fished"
+
+
 def test_scoring_only_the_head_is_exact_and_reads_fewer_lifted_nodes() -> None:
     from memvault.recall.scoring import score_head
 
@@ -152,7 +157,8 @@ def test_scoring_only_the_head_is_exact_and_reads_fewer_lifted_nodes() -> None:
                               lexical=float(rng.uniform(0, 5)) if i % 2 else None, fts_rank=i + 1 if i % 2 else None,
                               age_days=float(rng.uniform(0, 400)), importance=float(rng.uniform(0, 1)),
                               access=int(rng.integers(0, 20)), reply=f"r{i}",
-                              similar=[(f"s{i}", 0.8), (f"h{(i + 1) % 60}", 0.75)], siblings=[f"k{i}"]))
+                              similar=[(f"s{i}", 0.8), (f"h{(i + 1) % 60}", 0.75)], siblings=[f"k{i}"],
+                              text=SAYS_SOMETHING))
     for i in range(60):
         for name in (f"p{i % 7}", f"r{i}", f"s{i}", f"k{i}"):
             store[name] = Candidate(name, age_days=float(rng.uniform(0, 400)), importance=float(rng.uniform(0, 1)),
