@@ -162,6 +162,8 @@ def test_a_hit_without_its_documents_turns_stands_alone_in_conversation_order() 
     rows = {r["id"]: r for r in (conv, ex, late, early)}
     assert _conversation_row(late, rows) == [conv] and _conversation_row(late, {"m9": late}) == []
     assert place(early) < place(late) and place({"ord": 3}) == 3
+    # a long agent exchange: its fifth message is still said before the next exchange's first
+    assert place({"path": "/conv:abc/e2/m5"}) < place({"path": "/conv:abc/e3/m0"})
     # the title is the conversation's (a turn's own title is its text), or none
     assert passage_for(late, [conv], "conv:abc").title == "Backups chat"
     assert passage_for(late, [], "conv:abc").title == ""
