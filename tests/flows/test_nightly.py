@@ -68,7 +68,8 @@ def test_recall_finds_specific_sample_facts(demo_runs) -> None:
     assert "9414750" in hits["block"]
     assert hits["block"].startswith("<memory-recall>") and hits["block"].rstrip().endswith("</memory-recall>")
     for h in hits["hits"]:
-        assert abs(sum(v for k, v in h["explain"].items() if k in ("relevance", "importance_prior", "recency_prior", "access_prior"))
+        # the score is its relevance plus every bonus and prior explain names (importance, recency, content, …)
+        assert abs(sum(v for k, v in h["explain"].items() if k == "relevance" or k.endswith(("_prior", "_bonus")))
                    - h["score"]) < 1e-5
 
 
