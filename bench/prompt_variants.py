@@ -7,8 +7,11 @@ of bench/prompt_precision.py, same sources and halves) the recall runs once
 (``memvault.recall.evidence.Shape``) and each number of units the decision weighs then shapes
 its block and signals from it, and a grid of thresholds gives, per shape, the share of
 answerable prompts injected, the share whose block holds a gold evidence turn (as
-prompt_precision's ``in_block``), and the share of unrelated prompts injected. Parameters are
-chosen on ``--split tune``; ``--split report`` exists to check a chosen row, never to choose.
+prompt_precision's ``in_block``), and the share of unrelated prompts injected. A gold turn's
+opening in the block does not say its answer is: ``answer_held`` counts, among the questions
+whose gold turn holds every content word of LoCoMo's answer, those whose block line for that
+turn still holds them all (a hit cut short loses them). Parameters are chosen on ``--split
+tune``; ``--split report`` exists to check a chosen row, never to choose.
 
     .venv/bin/python bench/prompt_variants.py --koala CACHE/koala_test_set.jsonl \\
         --hh CACHE/harmless-test.jsonl.gz --work CACHE/pp [--split tune]
@@ -35,17 +38,48 @@ SHAPES = {
     "previous-8u-hit240-ctx1": OLD,
     "8u-hit240-ctx0": OLD._replace(context_for=0),
     "12u-hit160-ctx0": OLD._replace(units=12, hit_chars=160, context_for=0),
-    "shipped: 14u-hit240-ctx0-day-once-one-title-min150": Shape(),
+    "shipped before: hits cut plainly (no focus)": Shape(focus=False),
+    "shipped: 14u-hit240-ctx0-day-once-one-title-min150-focus": Shape(),
     "shipped + passages 2 turns apart": Shape(gap=PASSAGE_GAP),
     "shipped + dated turns": Shape(day_once=False),
     "shipped + hits cut evenly to 60 (none dropped)": Shape(min_hit=60),
     "shipped + hit 150 (best on tune: cuts long agent turns before the answer)": Shape(hit_chars=150),
     "shipped + hit 150 + cut evenly to 60": Shape(hit_chars=150, min_hit=60),
     "shipped + 12 units": Shape(units=12),
+    "shipped + 20 units": Shape(units=20),
+    "shipped + hit 200, cut to 120 before dropped (more units, fewer answers)": Shape(hit_chars=200, min_hit=120),
+    "shipped + hit 300": Shape(hit_chars=300),
     "shipped + best passage with context": Shape(context_for=1),
     # Not a candidate: 20 units with no budget, what the ranking alone puts in reach.
     "ceiling-20u-unbounded": Shape(units=20, hit_chars=160, header=SHORT_HEADER),
 }
+
+
+def answer_words(data: list[dict[str, Any]]) -> list[tuple[list[str], list[str]] | None]:
+    """Per question of ``answerable(data)`` (same order): LoCoMo's answer as content words and
+    the gold turns holding them all, or None when no gold turn does (the answer is inferred)."""
+    from bench.recall_quality import evidence, sessions, turn_text
+    from memvault.live.prompt_gate import content_words, words
+
+    out: list[tuple[list[str], list[str]] | None] = []
+    for sample in data:
+        turns = {str(t["dia_id"]): turn_text(t) for _, _, _, ts in sessions(sample["conversation"]) for t in ts}
+        for qa in sample.get("qa", []):
+            ev = evidence(qa, set(turns))
+            if ev and int(qa.get("category") or 0) in (1, 2, 3, 4):
+                said = content_words(str(qa.get("answer")))
+                holding = [turns[e] for e in ev if said and set(said) <= {w.split("'")[0] for w in words(turns[e])}]
+                out.append((said, holding) if holding else None)
+    return out
+
+
+def answer_held(block: str, said: list[str], holding: list[str]) -> bool:
+    """The block shows a gold turn holding the answer, and that turn's line still holds every answer word."""
+    from bench.prompt_precision import in_block
+    from memvault.live.prompt_gate import words
+
+    lines = [ln for ln in block.splitlines() if any(in_block(ln, [t]) for t in holding)]
+    return bool(lines) and set(said) <= {w.split("'")[0] for ln in lines for w in words(ln)}
 
 
 def main() -> int:
@@ -64,7 +98,9 @@ def main() -> int:
     args = ap.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))
     home = build_home(data, args.work)
-    ans = [x for x in answerable(data) if x[0] == args.split]
+    every = answerable(data)
+    ans = [x for x in every if x[0] == args.split]
+    said = [a for x, a in zip(every, answer_words(data)) if x[0] == args.split]
     unrel = [x for x in unrelated_prompts(args.koala, args.hh, args.data.resolve().parents[2]) if half(x[1]) == args.split]
     service, embedder = reading_service(home, args.work)
     prompts = [(q, g) for _, q, g, _ in ans] + [(p, None) for _, p in unrel]
@@ -79,6 +115,8 @@ def main() -> int:
                for (q, _), f in zip(prompts, found)]
         held = [g is not None and bool(a.block) and in_block(a.block, g) for (_, g), a in zip(prompts, got)]
         sizes = [len(a.block) for a in got if a.block]
+        checked = [(a.block, s) for a, s in zip(got, said) if s is not None]
+        kept = sum(bool(b) and answer_held(b, *s) for b, s in checked) / max(len(checked), 1)
         best = None
         grid = itertools.product([x / 20 for x in range(0, 21)], [x / 100 for x in range(30, 200)])
         fixed = [tuple(float(x) for x in args.at.split(","))] if args.at else None
@@ -97,6 +135,7 @@ def main() -> int:
                 best = {"w_coverage": w, "min_evidence": t, "answerable": round(a_rate, 4),
                         "evidence_in_block": round(ev, 4), "unrelated": round(u, 4)}
         row = {"shape": name, "weigh": weigh, "held_if_all_injected": round(sum(held[:len(ans)]) / len(ans), 4),
+               "answer_held_if_all_injected": round(kept, 4), "answer_checked": len(checked),
                "mean_chars": round(sum(sizes) / max(len(sizes), 1)), "max_chars": max(sizes, default=0), "best": best}
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -5,8 +5,9 @@ words of its own (``memvault.live.prompt_gate.contentless`` / ``structural`` say
 The block shows the hits themselves, best first (``Shape`` says how many, how long each; the
 best passages may keep their neighbouring turns); hits of one conversation share one title, in
 the order they were said, and every turn carries its date — on the title when all were said on
-one day. Text arrives as written: the backslash escapes a Markdown writer adds (``\\!``,
-``\\[``) are taken out again.
+one day. A hit too long for its room keeps its opening and the sentences that hold the prompt's
+words (``excerpt``). Text arrives as written: the backslash escapes a Markdown writer adds
+(``\\!``, ``\\[``) are taken out again.
 """
 
 import re
@@ -15,11 +16,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from memvault.markdown.tree import truncate
+from memvault.live.prompt_gate import content_words
+from memvault.markdown.tree import split_sentences, truncate
 from memvault.recall.block import escape_frame_tags
 
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|~<>])")
 HIT_CHARS = 240  # the matching turn, cut to this (92 % of LoCoMo turns fit whole; agents' turns run longer)
+LEAD_CHARS = 80  # a hit cut to its best sentences keeps at least this much of its opening
 MIN_HIT_CHARS = 150  # a passage's hits are cut no shorter than this before its weakest is dropped
 CONTEXT_CHARS = 140  # each neighbouring turn, cut to this
 PASSAGE_GAP = 2  # turns this close in one conversation are one passage (``merge``'s default)
@@ -45,6 +48,7 @@ class Shape(NamedTuple):
     day_once: bool = True  # turns of a passage said on one day show that date once, on its title
     gap: int = ONE_PASSAGE  # hits of one document this many turns apart or closer are one passage
     min_hit: int = MIN_HIT_CHARS  # hits of a passage too long for its room: cut to this, then the weakest dropped
+    focus: bool = True  # a hit cut short keeps its opening and the sentences holding the prompt's words
 
 
 def as_written(text: str) -> str:
@@ -121,17 +125,70 @@ def merge(passages: Sequence[Passage], gap: int = PASSAGE_GAP) -> list[Passage]:
     return out
 
 
+def _matches(sentence: str, focus: Sequence[str]) -> int:
+    """How many of the words ``focus`` (lower case) ``sentence`` holds, a word's first five
+    letters standing for its forms ("painting" holds "paint", "camped" "camping")."""
+    have = {w[:5] for w in re.findall(r"[^\W_]+", sentence.casefold())}
+    return sum(1 for w in focus if w[:5] in have)
+
+
+def excerpt(text: str, focus: Sequence[str], limit: int, fill: bool = True, lead: int = LEAD_CHARS) -> str:
+    """``text`` within ``limit`` characters: whole when it fits, else its opening (at least
+    ``lead`` characters: who speaks, about what) and then the sentences holding most of the
+    words ``focus``, in the order written, " … " where sentences were left out between them
+    (a long agent turn's answer is seldom in its first lines); ``fill``: room left goes to the
+    sentences after each one kept. The plain cut (``truncate``) when no sentence past the
+    opening holds any of them, or the best one is too long to stand whole."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    parts = [x.strip() for x in split_sentences(text) if x.strip()]
+    first = 1  # the opening: whole sentences up to at least ``lead`` characters
+    while first < len(parts) and len(" ".join(parts[:first])) < lead:
+        first += 1
+    parts = [" ".join(parts[:first]), *parts[first:]]
+    scored = sorted(((_matches(x, focus), -i) for i, x in enumerate(parts[1:], start=1)), reverse=True)
+    if len(parts) < 2 or not scored or scored[0][0] == 0 or len(parts[0]) >= limit:
+        return truncate(text, limit)
+    keep = {0}
+
+    def size(chosen: set[int]) -> int:
+        idx = sorted(chosen)
+        return sum(len(parts[i]) for i in idx) + sum(1 if b == a + 1 else 3 for a, b in zip(idx, idx[1:]))
+
+    for score, neg in scored:
+        if score and size(keep | {-neg}) <= limit:
+            keep.add(-neg)
+    if len(keep) == 1:  # the best sentence is too long to stand whole: the plain cut
+        return truncate(text, limit)
+    if fill:  # room left: the sentences after each kept one, in the order written
+        for start in sorted(keep, reverse=True):
+            for i in range(start + 1, len(parts)):
+                if i in keep:
+                    continue
+                if size(keep | {i}) > limit:
+                    break
+                keep.add(i)
+    idx = sorted(keep)
+    out = parts[idx[0]]
+    for a, b in zip(idx, idx[1:]):
+        out += (" " if b == a + 1 else " … ") + parts[b]
+    return out
+
+
 def _said(row: Mapping[str, Any]) -> str:
     """The day a turn was said. An article node's date is when it was indexed (its sections
     carry their own dates in their headings), so only turns have one here."""
     return day(row.get("created_at")) if row.get("kind") == "message" else ""
 
 
-def _turn_line(row: Mapping[str, Any], hit: bool, room: int, shape: Shape = Shape(), dated: bool = True) -> str:
+def _turn_line(row: Mapping[str, Any], hit: bool, room: int, shape: Shape = Shape(), dated: bool = True,
+               focus: Sequence[str] = ()) -> str:
     text = as_written(str(row.get("text") or ""))
     date = _said(row) if dated else ""
     mark = "»" if hit else " "
-    body = truncate(text, min(room, shape.hit_chars if hit else shape.context_chars))
+    limit = min(room, shape.hit_chars if hit else shape.context_chars)
+    body = excerpt(text, focus, limit) if focus else truncate(text, limit)
     return f"{mark} {date + ' ' if date else ''}{body}"
 
 
@@ -147,6 +204,7 @@ def render_prompt_block(query: str, passages: Sequence[Passage], max_chars: int,
         head.append(f"Query: {escape_frame_tags(truncate(' '.join(query.split()), 160))}")
     head.append("")
     tail = ["</memory-recall>"]
+    focus = content_words(query) if shape.focus else []
     used = sum(len(x) + 1 for x in head + tail)
     body: list[str] = []
     for rank, p in enumerate(passages, start=1):
@@ -157,7 +215,7 @@ def render_prompt_block(query: str, passages: Sequence[Passage], max_chars: int,
         once = shape.day_once and len(days) == 1 and "" not in days
         title = escape_frame_tags(" ".join(f"[{n}] {days.pop() + ' ' if once else ''}{p.title} (cite: {p.cite})".split()))
         room = max_chars - used - len(title) - 2
-        lines = _fit(p, room, shape, not once)
+        lines = _fit(p, room, shape, not once, focus)
         if not lines:
             continue
         entry = [title, *lines, ""]
@@ -166,14 +224,14 @@ def render_prompt_block(query: str, passages: Sequence[Passage], max_chars: int,
     return "\n".join(head + body + tail) if body else ""
 
 
-def _fit(p: Passage, room: int, shape: Shape = Shape(), dated: bool = True) -> list[str]:
+def _fit(p: Passage, room: int, shape: Shape = Shape(), dated: bool = True, focus: Sequence[str] = ()) -> list[str]:
     """The passage's lines within ``room`` characters: context turns dropped first, then the
     hits cut shorter down to ``shape.min_hit`` characters each, then its lowest-ranked hits
     dropped (a long conversation's many weak hits must not squeeze its best one); nothing when
     not even one hit fits readably (60 characters)."""
     rows = list(p.rows)
     while True:
-        lines = [escape_frame_tags(_turn_line(r, r["id"] in p.hits, shape.hit_chars, shape, dated)) for r in rows]
+        lines = [escape_frame_tags(_turn_line(r, r["id"] in p.hits, shape.hit_chars, shape, dated, focus)) for r in rows]
         if sum(len(x) + 1 for x in lines) <= room:
             return lines
         context = [r for r in rows if r["id"] not in p.hits]
@@ -187,5 +245,4 @@ def _fit(p: Passage, room: int, shape: Shape = Shape(), dated: bool = True) -> l
             continue
         if per_hit < 60:
             return []
-        return [escape_frame_tags(_turn_line(r, True, per_hit - 14, shape, dated)) for r in rows]
-
+        return [escape_frame_tags(_turn_line(r, True, per_hit - 14, shape, dated, focus)) for r in rows]

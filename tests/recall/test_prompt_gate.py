@@ -187,3 +187,23 @@ def test_weak_hits_of_one_conversation_never_squeeze_its_best_one() -> None:
     assert all(len(ln) >= 150 for ln in hits)  # cut no shorter than MIN_HIT_CHARS: the weakest go instead
     assert "turn 23 " not in block and "turn 20 " not in block
     assert [ln.split()[3] for ln in hits] == sorted((ln.split()[3] for ln in hits), key=int)  # in the order said
+
+
+def test_a_long_hit_keeps_its_opening_and_the_sentences_holding_the_prompts_words() -> None:
+    from memvault.markdown.tree import truncate
+    from memvault.recall.evidence import excerpt
+
+    turn = ("assistant: I looked through the repository and the configuration files for you today. "
+            + "The tests pass on every platform we checked last week. " * 3
+            + "The station comes from --station, then TIDEPOOL_STATION, then the default 9414750. "
+            + "Tell me if anything else is needed.")
+    cut = excerpt(turn, ["default", "station"], 240)
+    assert len(cut) <= 240 and cut.startswith("assistant: I looked through the repository")
+    assert "9414750" in cut and " … The station comes from" in cut and "9414750" not in truncate(turn, 240)
+    assert excerpt("assistant: short.", ["station"], 240) == "assistant: short."  # whole when it fits
+    assert excerpt(turn, ["zebra"], 240) == truncate(turn, 240)  # no sentence holds a word: the plain cut
+    doc = [{"id": "root", "doc": "conv:abc", "kind": "conversation", "ord": 0, "title": "Tides chat"}, _turn(1, turn)]
+    passages = [passage_for(doc[1], doc, "conv:abc")]
+    block = render_prompt_block("which station is the default?", passages, 1_500)
+    assert "» assistant: I looked through the repository" in block and "9414750" in block
+    assert "9414750" not in render_prompt_block("which station is the default?", passages, 1_500, Shape(focus=False))
