@@ -127,7 +127,7 @@ def merge(passages: Sequence[Passage], gap: int = PASSAGE_GAP) -> list[Passage]:
 
 def _matches(sentence: str, focus: Sequence[str]) -> int:
     """How many of the words ``focus`` (lower case) ``sentence`` holds, a word's first five
-    letters standing for its forms ("painting" holds "paint", "camped" "camping")."""
+    letters standing for its forms ("painting" holds "paint", "stations" "station")."""
     have = {w[:5] for w in re.findall(r"[^\W_]+", sentence.casefold())}
     return sum(1 for w in focus if w[:5] in have)
 
