@@ -297,11 +297,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cached_embedder(path: Path | None) -> Any:
-    """The real MiniLM embedder; with ``path``, vectors are kept by text hash across runs."""
-    if path is None:
-        from memvault.embeddings.minilm import MiniLMEmbedder
-
-        return MiniLMEmbedder()
+    """The real MiniLM embedder the product's default names (int8, or fp32 with
+    MEMVAULT_BENCH_FP32=1); with ``path``, vectors are kept by text hash across runs."""
     from bench.recall_quality import CachedEmbedder
 
     return CachedEmbedder(path)

@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import json
 import math
+import os
 import pickle
 import re
 import sys
@@ -43,14 +44,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memvault.embeddings import MODEL_DIMS, MODEL_NAME, STATIC_NAME  # noqa: E402
+from memvault.embeddings import INT8_NAME, MODEL_DIMS, MODEL_NAME, STATIC_NAME  # noqa: E402
 from memvault.embeddings.base import Embedder  # noqa: E402
 from memvault.embeddings.minilm import MiniLMEmbedder  # noqa: E402
 from memvault.embeddings.select import embedder_for  # noqa: E402
 from memvault.markdown.tree import conversation_nodes  # noqa: E402
 from memvault.recall.scoring import Candidate, ScoringWeights  # noqa: E402
 from memvault.ops.memory import MemoryService  # noqa: E402
-from memvault.config.settings import Settings, load_settings  # noqa: E402
+from memvault.config.settings import EmbeddingSettings, Settings, load_settings  # noqa: E402
 from stores.nodes import NodeIndex  # noqa: E402
 from memvault.stages.index import rows_for, write_index  # noqa: E402
 
@@ -76,13 +77,21 @@ _DIA = re.compile(r"^D(\d+):(\d+)$")
 
 
 class CachedEmbedder(MiniLMEmbedder):
-    """The real MiniLM embedder (or, with ``model_file``, a variant graph of it: see
-    bench/embedding.py); a text is embedded once per run (or once per cache file)."""
+    """The real MiniLM embedder as the product's default names it (int8 or fp32; or, with
+    ``model_file``, a variant graph of it: see bench/embedding.py); a text is embedded once per
+    run (or once per cache file). fp32 vectors are kept under the text's hash, int8 ones under
+    a prefixed one, so a cache file made before int8 became the default stays valid."""
 
     def __init__(self, cache_file: Path | None = None, model_file: Path | None = None,
-                 inner: Embedder | None = None) -> None:
-        """``inner``: another embedder whose vectors are cached instead (``--embedder``)."""
-        super().__init__(model_file=model_file)
+                 inner: Embedder | None = None, quantized: bool | None = None) -> None:
+        """``inner``: another embedder whose vectors are cached instead (``--embedder``);
+        ``quantized``: int8 or fp32 MiniLM (default: the product's default embedder;
+        MEMVAULT_BENCH_FP32=1 asks for fp32, to compare)."""
+        if quantized is None:
+            quantized = model_file is None and inner is None and EmbeddingSettings().model == INT8_NAME \
+                and not os.environ.get("MEMVAULT_BENCH_FP32")
+        super().__init__(model_file=model_file, quantized=quantized)
+        self.key_prefix = "int8\x1f" if quantized else ""
         self.inner = inner
         if inner is not None:
             self.name, self.dim = inner.name, inner.dim
@@ -93,7 +102,7 @@ class CachedEmbedder(MiniLMEmbedder):
         self.computed = 0
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        keys = [hashlib.sha1((self.key_prefix + t).encode()).hexdigest() for t in texts]
         todo = sorted({k: t for k, t in zip(keys, texts) if k not in self.cache}.items())
         if todo:
             texts = [t for _, t in todo]
@@ -399,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="pickle file keeping every question's candidates between runs (scoring changes need no index)")
     ap.add_argument("--model-file", type=Path, default=None,
                     help="embed with this ONNX graph instead of the product's export (a variant from bench/embedding.py --keep)")
-    ap.add_argument("--embedder", choices=sorted(MODEL_DIMS), default=MODEL_NAME,
+    ap.add_argument("--embedder", choices=sorted(MODEL_DIMS), default=EmbeddingSettings().model,
                     help="the embeddings.model to index and query with (keep a --cache file per embedder)")
     ap.add_argument("--static-table", type=Path, default=None,
                     help="with --embedder all-MiniLM-L6-v2-static: embed with this table (a variant written by "
@@ -430,14 +439,15 @@ def main(argv: list[str] | None = None) -> int:
         inner = static_word_rows.WordStaticEmbedder(table_file=args.static_table)
         # A variant may keep another number of columns: the index of this run takes its width.
         inner.dim = MODEL_DIMS[STATIC_NAME] = int(np.load(args.static_table, mmap_mode="r").shape[1])
-    if args.embedder != MODEL_NAME:
+    if args.embedder != EmbeddingSettings().model:
         overrides.setdefault("embeddings", {})["model"] = args.embedder
-        if inner is None:
+        if inner is None and args.embedder not in (MODEL_NAME, INT8_NAME):  # MiniLM's two: CachedEmbedder itself
             with tempfile.TemporaryDirectory(prefix="mv-rq-") as tmp:
                 inner = embedder_for(load_settings(Path(tmp), **overrides))
     data = json.loads(args.data.read_text(encoding="utf-8"))
     data = data[: args.limit_conversations] if args.limit_conversations else data
-    embedder = CachedEmbedder(args.cache, args.model_file, inner)
+    minilm = inner is None and args.model_file is None
+    embedder = CachedEmbedder(args.cache, args.model_file, inner, quantized=minilm and args.embedder == INT8_NAME)
     started = time.perf_counter()
     conversations = load_cases(args, data, overrides, embedder)
     with tempfile.TemporaryDirectory(prefix="mv-rq-") as tmp:

@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memvault.files import atomic_write_text
-from memvault.config.settings import Settings
+from memvault.config.settings import DEFAULT_INDEX, INDEX_EMBEDDER_FILE, INDEX_POINTER, Settings
 
-INDEX_POINTER = "nodes.current"  # names the live node index after a `memvault reindex`
-DEFAULT_INDEX = "nodes.lance"
+# Re-exported: the names of the pointer a reindex swaps and of the default index folder.
+__all__ = ["DEFAULT_INDEX", "INDEX_POINTER"]
 
 
 def is_remote(uri: str) -> bool:
@@ -67,6 +67,14 @@ def set_live_index(settings: Settings, uri: str) -> None:
     resolved = local.resolve() if local is not None else None
     value = resolved.name if resolved is not None and resolved.parent == state else uri
     atomic_write_text(settings.state_dir / INDEX_POINTER, value + "\n")
+
+
+def record_index_embedder(settings: Settings, model: str) -> None:
+    """Say beside the live index that an index of this version's making, by ``model``, is (or is
+    about to be) live: a home without it was indexed by the fp32 MiniLM and keeps that embedder
+    until a reindex (memvault.config.settings.keep_index_embedder)."""
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(settings.state_dir / INDEX_EMBEDDER_FILE, model + "\n")
 
 
 def index_bytes(uri: str) -> int | None:

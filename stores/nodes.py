@@ -35,7 +35,7 @@ from memvault.embeddings import MODEL_DIMS, Embedder
 from memvault.embeddings.http import identity
 from memvault.errors import EmbedderMismatchError, EmbeddingServerError, IndexMismatchError
 from memvault.config.settings import Settings
-from stores.location import index_bytes, index_uri, local_path
+from stores.location import index_bytes, index_uri, local_path, record_index_embedder
 from stores.nodes_schema import (COLD, COLD_SCHEMA, LIFTED_COLUMNS, LIGHT_COLUMNS, META, META_SCHEMA, NODES,
                                  RECALL_COLUMNS, SIMILAR_TYPE, id_list, node_schema, now_utc, quote, records,
                                  scope_filter)
@@ -141,9 +141,14 @@ class NodeIndex(NodeWrites):
         learns the dimension from it (one request) before it is created, so a server that is
         down leaves no empty index behind."""
         model, dim = embedding_model(settings)
-        uri = uri or index_uri(settings)
-        if dim is None and embedder is not None and not cls._exists_at(uri):
+        live = index_uri(settings)
+        uri = uri or live
+        fresh = not cls._exists_at(uri)
+        if dim is None and embedder is not None and fresh:
             dim = embedder.dim
+        if fresh and uri == live:
+            # Before it exists: a home whose live index lacks the file keeps the fp32 MiniLM.
+            record_index_embedder(settings, model)
         e = settings.embeddings
         server = {"embedding_url": e.url, "embedding_server_model": e.model} if e.url else None
         index = cls(uri, model, dim, create=True, extra_meta=server)

@@ -44,6 +44,16 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def embedder():
+    """The product's default embedder (MiniLM, int8), as `embedder_for` gives it."""
+    from memvault.config.settings import Settings
+    from memvault.embeddings.select import embedder_for
+
+    return embedder_for(Settings())
+
+
+@pytest.fixture(scope="session")
+def fp32_embedder():
+    """MiniLM in fp32: the export checked against sentence-transformers, the int8 graph's source."""
     from memvault.embeddings.minilm import MiniLMEmbedder
 
     return MiniLMEmbedder()

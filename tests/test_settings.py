@@ -155,8 +155,12 @@ def test_schedule_at_is_a_time(toml, tmp_path: Path) -> None:
 
 def test_embedding_model_is_the_shipped_one(toml, tmp_path: Path) -> None:
     from memvault.embeddings.minilm import MiniLMEmbedder
+    from memvault.embeddings.select import embedder_for
 
-    assert load_settings(tmp_path).embeddings.model == MiniLMEmbedder.name
+    settings = load_settings(tmp_path)
+    # The default is the int8 graph of the bundled MiniLM, and the embedder it names says so.
+    assert settings.embeddings.model == "all-MiniLM-L6-v2-int8" == embedder_for(settings).name
+    assert MiniLMEmbedder.name == "all-MiniLM-L6-v2"
     toml('[embeddings]\nmodel = "bge-small"\n')
     with pytest.raises(ConfigError, match=r"embeddings.model.*all-MiniLM-L6-v2"):
         load_settings(tmp_path)

@@ -18,7 +18,7 @@ from datetime import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -34,6 +34,13 @@ _TOML_DATA: ContextVar[dict[str, Any] | None] = ContextVar("memvault_toml_data",
 
 
 BUNDLED_MODELS = ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2-static", "all-MiniLM-L6-v2-int8")  # memvault.embeddings.base names them too
+FP32_MODEL = "all-MiniLM-L6-v2"  # the default embedder before int8 became it
+# The live index's location files (stores.location works with them): the pointer a reindex
+# swaps and the default folder. Every index made since int8 became the default writes
+# INDEX_EMBEDDER_FILE when it is made; a live index without it was built by FP32_MODEL.
+INDEX_POINTER = "nodes.current"
+DEFAULT_INDEX = "nodes.lance"
+INDEX_EMBEDDER_FILE = "nodes.embedder"
 
 
 class Section(BaseModel):
@@ -168,8 +175,8 @@ class EmbeddingSettings(Section):
     table, or any OpenAI-compatible embeddings server (``url``)."""
 
     model: str = Field(
-        default="all-MiniLM-L6-v2",
-        description="Embedding model: all-MiniLM-L6-v2 (bundled, English-only), all-MiniLM-L6-v2-static (distilled from it: ~120× less CPU per text, slightly lower recall), all-MiniLM-L6-v2-int8 (its weights quantised to int8: ~1.6× less CPU per text, recall within 0.001), or with `url` the server's model name (e.g. bge-m3); stored with the index, so a change needs `memvault reindex`",
+        default="all-MiniLM-L6-v2-int8",
+        description="Embedding model: all-MiniLM-L6-v2-int8 (bundled, English-only: MiniLM with its weights quantised to int8, ~1.6× less CPU per text than all-MiniLM-L6-v2, recall within 0.001), all-MiniLM-L6-v2 (the same model in fp32: a home indexed before int8 became the default keeps it until `memvault reindex`), all-MiniLM-L6-v2-static (distilled from it: ~120× less CPU per text, slightly lower recall), or with `url` the server's model name (e.g. bge-m3); stored with the index, so a change needs `memvault reindex`",
     )
     url: str | None = Field(
         default=None,
@@ -181,6 +188,14 @@ class EmbeddingSettings(Section):
     timeout_s: float = Field(default=60.0, gt=0, description="Seconds one request to the embeddings server may take")
     retries: int = Field(default=3, ge=0, description="Retries of a failed request to the embeddings server (with backoff)")
     batch_size: int = Field(default=64, ge=1, description="Texts embedded per batch")
+    # True when `model` is FP32_MODEL because the home's index predates the int8 default and
+    # memvault.toml names no model (see keep_index_embedder); `memvault reindex` moves it.
+    _kept_from_index: bool = PrivateAttr(default=False)
+
+    @property
+    def kept_from_index(self) -> bool:
+        """Whether ``model`` is the fp32 MiniLM kept for an index built before the int8 default."""
+        return self._kept_from_index
 
     @model_validator(mode="after")
     def _bundled_without_url(self) -> "EmbeddingSettings":
@@ -471,4 +486,34 @@ def load_settings(home: str | Path | None = None, **overrides: Any) -> Settings:
         _TOML_DATA.reset(reading)
     if problems:
         raise ConfigError(combine(problems))
-    return loaded
+    return keep_index_embedder(loaded)
+
+
+def keep_index_embedder(settings: Settings) -> Settings:
+    """``settings`` with the fp32 MiniLM as embedder when the home's live index was built
+    before int8 became the default (it has no INDEX_EMBEDDER_FILE) and neither memvault.toml
+    nor the environment names a model: the home keeps working with the vectors it has
+    (indexing, recall, live capture) until `memvault reindex` moves it to the default —
+    without this, an upgrade would leave new conversations unindexed until a reindex nobody
+    asked for. Two stat calls: cheap enough for every hook."""
+    e = settings.embeddings
+    if e.url or "model" in e.model_fields_set or e.model == FP32_MODEL:
+        return settings
+    state = settings.state_dir
+    if (state / INDEX_EMBEDDER_FILE).is_file():
+        return settings
+    configured = Path(settings.index.uri).expanduser() if settings.index.uri and "://" not in settings.index.uri else None
+    if not ((state / INDEX_POINTER).is_file() or (state / DEFAULT_INDEX).is_dir() or (configured and configured.is_dir())):
+        return settings  # no index yet: it will be made with the default
+    kept = e.model_copy(update={"model": FP32_MODEL})
+    kept._kept_from_index = True
+    return settings.model_copy(update={"embeddings": kept})
+
+
+def default_embeddings(settings: Settings) -> Settings:
+    """``settings`` with the default embedder again where keep_index_embedder kept the fp32
+    one: what `memvault reindex` builds the new index with."""
+    e = settings.embeddings
+    if not e.kept_from_index:
+        return settings
+    return settings.model_copy(update={"embeddings": e.model_copy(update={"model": EmbeddingSettings().model})})

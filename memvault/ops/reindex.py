@@ -21,9 +21,9 @@ from memvault.ops.admin_results import ReindexStarted, Reindexed
 from memvault.ops.maintenance import rebuild_edges
 from memvault.ops.session import writing
 from memvault.runs.progress import Progress
-from memvault.config.settings import Settings
+from memvault.config.settings import Settings, default_embeddings
 from stores.ledger import Ledger
-from stores.location import index_uri, next_index_uri, remove_local_index, set_live_index
+from stores.location import index_uri, next_index_uri, record_index_embedder, remove_local_index, set_live_index
 from stores.nodes import NodeIndex
 from stores.vector_cache import cached
 from stores.vault import Vault
@@ -66,6 +66,8 @@ def spawn_reindex(settings: Settings) -> ReindexStarted:
 def rebuild_index(settings: Settings, embedder: Embedder | None = None, progress: Progress | None = None) -> Reindexed:
     """Under the writer lock, build a complete new index, then make it the live one; returns
     counts and both locations."""
+    # A home kept on the fp32 MiniLM (indexed before the int8 default) moves to the default here.
+    settings = default_embeddings(settings)
     # Behind the home's vector cache: a reindex with an embedder used before re-embeds
     # only what it has never seen.
     embedder = embedder or cached(embedder_for(settings), settings.state_dir)
@@ -98,6 +100,7 @@ def _rebuild(settings: Settings, ledger: Ledger, vault: Vault, embedder: Embedde
         remove_local_index(uri)
         raise
     set_live_index(settings, uri)
+    record_index_embedder(settings, index.model_name)
     ledger.mark_indexed(cids)
     if progress:
         progress.done()

@@ -32,8 +32,8 @@ def reference() -> np.ndarray:
     return model.encode(TEXTS, batch_size=16, normalize_embeddings=True, convert_to_numpy=True)
 
 
-def test_vectors_match_sentence_transformers(embedder: MiniLMEmbedder, reference: np.ndarray) -> None:
-    got = embedder.embed(TEXTS)
+def test_vectors_match_sentence_transformers(fp32_embedder: MiniLMEmbedder, reference: np.ndarray) -> None:
+    got = fp32_embedder.embed(TEXTS)
     assert got.shape == (len(TEXTS), DIM) and got.dtype == np.float32
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     # Same name in the index means the same vectors: within 1e-5 of the reference per text,
@@ -69,11 +69,11 @@ def test_counters_and_empty_input(tmp_path, monkeypatch) -> None:
     assert (e.calls, e.texts) == (2, 3)
 
 
-def test_missing_and_damaged_exports_are_rebuilt(tmp_path, monkeypatch, capsys, embedder: MiniLMEmbedder) -> None:
+def test_missing_and_damaged_exports_are_rebuilt(tmp_path, monkeypatch, capsys, fp32_embedder: MiniLMEmbedder) -> None:
     monkeypatch.setenv(embeddings.CACHE_ENV, str(tmp_path))
     path = export_path()
     assert str(path).startswith(str(tmp_path))
-    want = embedder.embed_one("a missing export")
+    want = fp32_embedder.embed_one("a missing export")
 
     first = MiniLMEmbedder().embed_one("a missing export")
     assert "is missing; building it" in capsys.readouterr().err

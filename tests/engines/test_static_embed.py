@@ -38,7 +38,7 @@ def table(tmp_path_factory) -> Path:
     return build_table(tmp_path_factory.mktemp("static") / "table.npy", small_vocabulary())
 
 
-def test_teacher_vectors_are_minilm_before_its_normalisation(embedder: MiniLMEmbedder) -> None:
+def test_teacher_vectors_are_minilm_before_its_normalisation(fp32_embedder: MiniLMEmbedder) -> None:
     # A one-token text through the product's embedder is [CLS] token [SEP] mean-pooled and
     # normalised: the distillation's raw vector for that token must point the same way.
     tok = static_embed._tokenizer()
@@ -46,7 +46,7 @@ def test_teacher_vectors_are_minilm_before_its_normalisation(embedder: MiniLMEmb
     raw = static_embed.teacher_vectors(ids)
     assert not np.allclose(np.linalg.norm(raw, axis=1), 1.0, atol=1e-3), "the mean, not the normalised vector"
     got = raw / np.linalg.norm(raw, axis=1, keepdims=True)
-    want = embedder.embed(["cat", "backup", "yesterday"])
+    want = fp32_embedder.embed(["cat", "backup", "yesterday"])
     assert float((got * want).sum(axis=1).min()) > 1 - 1e-5
 
 
@@ -129,12 +129,12 @@ def test_index_refuses_the_other_model_until_reindex(demo_copy: Path, embedder: 
     static = load_settings(demo_copy, embeddings={"model": STATIC_NAME})
     small = StaticEmbedder(table_file=table)
     assert MemoryService(minilm, embedder).recall(query)["hits"]
-    # Until reindex, the static settings are answered from the MiniLM index with MiniLM
-    # itself (a bundled embedder): never a static vector against MiniLM's.
+    # Until reindex, the static settings are answered from the MiniLM index with its own
+    # embedder (a bundled one): never a static vector against MiniLM's.
     waiting = MemoryService(static, small)
-    assert waiting.recall(query)["hits"] and waiting.embedder.name == "all-MiniLM-L6-v2" and small.texts == 0
+    assert waiting.recall(query)["hits"] and waiting.embedder.name == "all-MiniLM-L6-v2-int8" and small.texts == 0
     assert "memvault reindex" in (waiting.notice or "")
-    with pytest.raises(IndexMismatchError, match="holds vectors of `all-MiniLM-L6-v2`, not `all-MiniLM-L6-v2-static`.*reindex"):
+    with pytest.raises(IndexMismatchError, match="holds vectors of `all-MiniLM-L6-v2-int8`, not `all-MiniLM-L6-v2-static`.*reindex"):
         NodeIndex.open_existing(static)
 
     report = rebuild_index(static, small)

@@ -12,7 +12,8 @@ from memvault.errors import EmbeddingServerError
 from memvault.ops.memory import MemoryService
 from memvault.ops.reindex import rebuild_index
 from memvault.ops.status import gather_status
-from memvault.config.settings import Settings, load_settings
+from memvault.config.settings import FP32_MODEL, INDEX_EMBEDDER_FILE, Settings, load_settings
+from memvault.embeddings import INT8_NAME
 from stores.ledger import Ledger
 from stores.location import index_uri
 from stores.nodes import NodeIndex
@@ -87,7 +88,7 @@ def test_a_bundled_old_index_is_still_searched_with_its_own_embedder(ingested: P
     with fake_embeddings_server() as b:
         service = MemoryService(_settings(ingested, b.url, "model-b"))
         assert service.search("when is the database backed up")
-        assert service.vectors and service.embedder.name == "all-MiniLM-L6-v2"
+        assert service.vectors and service.embedder.name == INT8_NAME  # the default built it
         assert b.requests == 0
 
 
@@ -141,3 +142,44 @@ def test_a_run_leaves_an_index_of_another_embedder_as_it_is(ingested: Path) -> N
         assert b.requests == 0, "nothing was embedded for an index that cannot take it"
         stored = NodeIndex.open_stored(new)
         assert stored.count() == before and stored.stored_model() == f"model-a@{a.url}"
+
+
+def _as_before_the_int8_default(home: Path) -> None:
+    """Build the index with the fp32 MiniLM and drop the file every index made since writes:
+    the home is then as an older memvault left it."""
+    rebuild_index(load_settings(home, embeddings={"model": FP32_MODEL}))
+    (home / ".memvault" / INDEX_EMBEDDER_FILE).unlink()
+
+
+def test_a_home_indexed_before_the_int8_default_keeps_fp32_until_reindex_moves_it(ingested: Path) -> None:
+    _as_before_the_int8_default(ingested)
+    kept = load_settings(ingested)
+    assert kept.embeddings.model == FP32_MODEL and kept.embeddings.kept_from_index
+    service = MemoryService(kept)
+    assert service.search("when is the database backed up")
+    assert service.vectors and service.embedder.name == FP32_MODEL and not service.notice
+    assert any("memvault reindex` moves it" in w for w in gather_status(kept)["warnings"])
+
+    report = rebuild_index(kept)
+    assert report["model"] == INT8_NAME
+    moved = load_settings(ingested)
+    assert moved.embeddings.model == INT8_NAME and not moved.embeddings.kept_from_index
+    assert NodeIndex.open_existing(moved).stored_model() == INT8_NAME
+    assert not any("moves it" in w for w in gather_status(moved)["warnings"])
+
+
+def test_a_new_home_is_indexed_with_the_int8_default(ingested: Path) -> None:
+    settings = load_settings(ingested)
+    assert settings.embeddings.model == INT8_NAME and not (ingested / ".memvault" / INDEX_EMBEDDER_FILE).exists()
+    NodeIndex.open_or_create(settings)
+    assert (ingested / ".memvault" / INDEX_EMBEDDER_FILE).read_text().strip() == INT8_NAME
+    again = load_settings(ingested)
+    assert again.embeddings.model == INT8_NAME and not again.embeddings.kept_from_index
+
+
+def test_a_model_the_settings_name_is_never_replaced(ingested: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _as_before_the_int8_default(ingested)
+    named = load_settings(ingested, embeddings={"model": INT8_NAME})
+    assert named.embeddings.model == INT8_NAME and not named.embeddings.kept_from_index
+    monkeypatch.setenv("MEMVAULT_EMBEDDINGS__MODEL", INT8_NAME)
+    assert load_settings(ingested).embeddings.model == INT8_NAME

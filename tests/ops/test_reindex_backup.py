@@ -86,7 +86,7 @@ def test_reindex_command_on_an_object_store_uri(demo_copy: Path, tmp_path: Path)
     result = _cli(home, "reindex", "--json", env=env)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["old_index"] == uri and data["nodes"] > 0 and data["model"] == "all-MiniLM-L6-v2"
+    assert data["old_index"] == uri and data["nodes"] > 0 and data["model"] == "all-MiniLM-L6-v2-int8"
     assert data["new_index"].startswith(f"file://{tmp_path}/bucket/memvault/nodes-")
     assert (home / ".memvault" / INDEX_POINTER).read_text().strip() == data["new_index"]
     recall = _cli(home, "recall", QUERY, "--json", env=env)

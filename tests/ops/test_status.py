@@ -70,7 +70,7 @@ def test_status_reports_index_schedule_and_never_asks_a_server_unasked(demo_copy
     monkeypatch.setenv("MEMVAULT_UNIT_DIR", str(demo_copy.parent / "units"))
     data = gather_status(load_settings(demo_copy))
     assert FOUNDATION_KEYS <= set(data)
-    assert data["embedding_model"] == "all-MiniLM-L6-v2"
+    assert data["embedding_model"] == "all-MiniLM-L6-v2-int8"  # the default: MiniLM quantised
     index = Path(data["index_uri"])
     assert data["index_bytes"] == sum(p.stat().st_size for p in index.rglob("*") if p.is_file()) > 0
     assert data["engine_in_use"] == "none"
