@@ -91,14 +91,14 @@ def test_a_word_list_that_does_not_fit_the_table_is_refused(table: Path) -> None
         embed(table, ["haha"])
 
 
-def test_a_word_row_is_minilm_on_the_word(embedder: MiniLMEmbedder) -> None:
+def test_a_word_row_is_minilm_on_the_word(fp32_embedder: MiniLMEmbedder) -> None:
     # The teacher of a word is [CLS] its pieces [SEP] mean-pooled, like the product's vector of
     # the word as a text; padding next to longer words changes nothing.
     seqs = [pieces("snorkel"), pieces("haha"), pieces("unbelievably")]
     together = teacher_sequences(seqs)
     alone = np.vstack([teacher_sequences([s]) for s in seqs])
     assert np.abs(together - alone).max() < 1e-4
-    want = embedder.embed(["snorkel", "haha", "unbelievably"])
+    want = fp32_embedder.embed(["snorkel", "haha", "unbelievably"])
     got = together / np.linalg.norm(together, axis=1, keepdims=True)
     assert float((got * want).sum(axis=1).min()) > 1 - 1e-5
 

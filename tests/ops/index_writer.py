@@ -8,12 +8,12 @@ Prints `ready`, then `wrote N` after each full cycle, then `done N errors=E`.
 import sys
 from pathlib import Path
 
-from memvault.embeddings import DIM, MODEL_NAME
+from memvault.embeddings import DIM, INT8_NAME
 from stores.nodes import NodeIndex
 
 
 def main(uri: str, stop: Path, max_iterations: int) -> int:
-    index = NodeIndex(uri, MODEL_NAME, DIM, create=False)
+    index = NodeIndex(uri, INT8_NAME, DIM, create=False)  # the default embedder built the test home
     template = index.get([r["id"] for r in index.recent(25)], with_vectors=True)
     done = errors = 0
     print("ready", flush=True)
