@@ -13,8 +13,26 @@ round's product (no content prior), each with "none":
   score less λ × the largest cosine to a node already placed (of the named person's turns
   only, or of any node): diversity of content, not of session.
 
+The fifth round (``--family "fifth round"``, on the product before it: top_k 40, content prior 0.2) gathers
+candidates the two searches miss, each on every question or only on guesses ("Would Ann …"):
+
+- **speaker pool**: on a question that names a speaker, that person's ``k`` turns nearest the
+  query by cosine (over every message of the conversation, as a vector search filtered on the
+  speaker would return them) join the candidates (84 of 85 open-domain evidence turns are the
+  named person's; among that person's turns cosine ranks them 2–3× higher than among all);
+- **near turns**: a message hit lifts the turns ``s`` places away in its session (2: the same
+  speaker's previous and next turn; 2 and 4) by its base × ``d`` (14 of 53 open-domain evidence
+  turns missing from the first ten sit within four turns of one of them);
+- **wider pools** (adopted: ``top_k`` 100): ``top_k`` 60–100 per list (on every question, on
+  guesses only, on guesses with ``guess_shift`` 0.3): needs cases captured with ``top_k`` 100;
+- **guess hop**: the second hop (``hop_k`` 0–20, ``w_hop`` 0–0.2) on guesses only, or on all;
+- **guess reply / speaker**: on guesses, the reply lift 0.5–0.75 (0.25–0.5 after a statement) or
+  ``w_speaker`` 0.2 / 0.3.
+
     .venv/bin/python bench/recall_vector_variants.py --data ../shared/eval/locomo/locomo_dev.json \\
         --cache EMB.pkl --cases CASES_HOP20.pkl --set recall.hop_k=20
+    .venv/bin/python bench/recall_vector_variants.py --data ... --cache EMB.pkl --cases CASES_K100.pkl \\
+        --set recall.top_k=100 --set recall.hop_k=40 --family "fifth round"
 """
 
 import argparse
@@ -33,14 +51,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memvault.markdown.tree import conversation_nodes  # noqa: E402
 from memvault.recall.query import asks_guess, exact_tokens, speaker  # noqa: E402
 from memvault.recall.scoring import Candidate, Scored, ScoringWeights  # noqa: E402
-from memvault.stages.index_rows import rows_for  # noqa: E402
 from memvault.stages.text import EMBED_CHARS  # noqa: E402
 
 from bench import recall_quality as rq  # noqa: E402
 from bench.recall_metrics import FIGURES, Tally, loo_report  # noqa: E402
+from bench.fusion_variants import ROUNDS_TOP_K  # noqa: E402
+from bench.pool_variants import MessageNodes, conversation_rows, fifth_round  # noqa: E402
 from bench.scoring_variants import BenchWeights, score_variants  # noqa: E402
 
 Vectors = dict[str, np.ndarray]
@@ -50,19 +68,11 @@ Ranker = Callable[[rq.Case, dict[str, tuple[str, str | None]]], list[str]]
 def node_vectors(data: list[dict[str, Any]], cache: dict[str, np.ndarray], context_turns: int) -> Vectors:
     """Node id → the vector the index stored, from the embedding cache (messages: all of them)."""
     out: Vectors = {}
-    for sample in data:
-        name = str(sample.get("sample_id", "conv"))
-        for n, date, raw, turns in rq.sessions(sample["conversation"]):
-            msgs: list[tuple[str, str, str, datetime | str | None]] = [
-                (str(t["dia_id"]), str(t.get("speaker") or "?"), rq.turn_text(t), date) for t in turns]
-            doc = f"conv:{name}-s{n}"
-            tree = conversation_nodes(doc[5:], f"s{n}", f"{name} session {n}",
-                                      date.strftime("%Y-%m-%d %H:%M") if date else raw, "locomo", msgs)
-            for r in rows_for(doc, "conversation", tree, context_turns):
-                text = (r.get("embed_text") or f"{r['title']}\n{r['text']}")[:EMBED_CHARS]
-                key = hashlib.sha1(text.encode()).hexdigest()
-                if key in cache:
-                    out[r["id"]] = cache[key]
+    for _, r in conversation_rows(data, context_turns):
+        text = (r.get("embed_text") or f"{r['title']}\n{r['text']}")[:EMBED_CHARS]
+        key = hashlib.sha1(text.encode()).hexdigest()
+        if key in cache:
+            out[r["id"]] = cache[key]
     return out
 
 
@@ -163,11 +173,18 @@ def main(argv: list[str] | None = None) -> int:
     conversations: dict[str, rq.ConversationCases] = rq.load_cases(
         argparse.Namespace(cases=args.cases, model_file=None, static_table=None), data, overrides,
         rq.CachedEmbedder(args.cache))
-    vec = node_vectors(data, cache, int(overrides.get("index", {}).get("context_turns", 1)))
+    context_turns = int(overrides.get("index", {}).get("context_turns", 1))
+    vec = node_vectors(data, cache, context_turns)
     qvec = {c.question: cache[k] for conv in conversations.values() for c in conv.cases
             if (k := hashlib.sha1(c.question.encode()).hexdigest()) in cache}
     base = BenchWeights(**ScoringWeights().model_dump(), hop_k=0).model_copy(update={"w_content": 0.0})
-    for family, members in families(base, vec, qvec).items():
+    every = families(base, vec, qvec) if "fifth" not in args.family else {}
+    if not args.family or "fifth" in args.family:
+        # The product before this round (top_k 40; cases captured deeper are cut to it).
+        captured = overrides.get("recall", {}).get("top_k")
+        product = BenchWeights(**ScoringWeights().model_dump(), hop_k=0, top_k=ROUNDS_TOP_K)
+        every |= fifth_round(product, MessageNodes(data, conversations, context_turns), vec, qvec, captured)
+    for family, members in every.items():
         if args.family not in family:
             continue
         per = {cid: {name: Tally() for name in members} for cid in conversations}
