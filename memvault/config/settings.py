@@ -362,6 +362,9 @@ class LiveSettings(Section):
     watch_poll_s: float = Field(gt=0, default=2.0, description="`memvault watch`: seconds between scans when polling (no file-system notifications)")
     serve_drain_s: float = Field(gt=0, default=2.0, description="`memvault serve`: seconds between checks of the spool (it drains with its warm embedder); a new entry wakes it at once through file-system notifications, so this check is the fallback where those do not work")
     prompt_max_chars: int = Field(ge=200, default=1_500, description="prompt-recall: most characters in the injected block, frame and header included")
+    # 40, not recall.top_k's 100: the gate's threshold was chosen on 40 candidates a list, and
+    # each prompt pays for every candidate it scores (100 took the warm hook past 4× `pass`).
+    prompt_top_k: int = Field(ge=1, default=40, description="prompt-recall: candidates taken from each of vector and full-text search (recall.top_k for the other doors)")
     prompt_min_words: int = Field(ge=1, default=_GATE.min_words, description="prompt-recall: content words a prompt needs before memory is looked up (fewer: a trivial prompt, nothing injected)")
     prompt_coverage_weight: float = Field(
         ge=0, default=_GATE.w_coverage, description="prompt-recall: weight of coverage (the share of the prompt's IDF mass in this home that the best evidence unit holds; a date word counts when the unit's date matches) in the evidence score")

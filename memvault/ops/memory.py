@@ -202,9 +202,10 @@ class MemoryService:
     def scored_candidates(self, query: str, cwd: str | None = None
                           ) -> tuple[list[Scored], dict[str, dict[str, Any]], list[Candidate], np.ndarray]:
         """Every scored node, the rows read, the raw candidates (with their list ranks) and the
-        query vector: what prompt-recall weighs before it shapes a block of its own."""
+        query vector: what prompt-recall weighs before it shapes a block of its own (over
+        ``live.prompt_top_k`` candidates a list: the gate was chosen on that depth)."""
         qv = self.embedder.embed_one(_checked(query))
-        cands, rows, lookup = self._candidates(query, self.settings.recall.top_k, Scope(), cwd, qv)
+        cands, rows, lookup = self._candidates(query, self.settings.live.prompt_top_k, Scope(), cwd, qv)
         scored, _ = score_head(cands, lookup, self.weights(cwd), datetime.now(timezone.utc), None, query=query)
         return scored, rows, cands, qv
 

@@ -141,3 +141,15 @@ def test_prewarm_loads_the_index_a_server_will_search_and_recall_is_unchanged(se
     # a home before its first run has no index: nothing to load, nothing created
     empty = load_settings(home / "fresh")
     assert MemoryService(empty, embedder).prewarm() == [] and not NodeIndex.exists(empty)
+
+
+def test_the_prompt_hook_takes_its_own_candidate_depth(service: MemoryService) -> None:
+    # prompt-recall weighs live.prompt_top_k candidates a list (its gate was chosen on that
+    # depth), whatever recall.top_k the other doors take.
+    query = "What did Ann name her dog?"
+    deep = service.settings.model_copy(update={"live": service.settings.live.model_copy(update={"prompt_top_k": 2})})
+    narrow = MemoryService(deep, service.embedder)
+    _, _, cands, _ = narrow.scored_candidates(query)
+    assert max(c.vector_rank or 0 for c in cands) == 2 and max(c.fts_rank or 0 for c in cands) <= 2
+    _, _, wide, _ = service.scored_candidates(query)
+    assert len(wide) > len(cands) and service.settings.recall.top_k > service.settings.live.prompt_top_k
