@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from memvault.live.prompt_gate import content_words
+from memvault.live.prompt_gate import content_words, words
 from memvault.markdown.tree import split_sentences, truncate
 from memvault.recall.block import escape_frame_tags
 
@@ -128,7 +128,7 @@ def merge(passages: Sequence[Passage], gap: int = PASSAGE_GAP) -> list[Passage]:
 def _matches(sentence: str, focus: Sequence[str]) -> int:
     """How many of the words ``focus`` (lower case) ``sentence`` holds, a word's first five
     letters standing for its forms ("painting" holds "paint", "stations" "station")."""
-    have = {w[:5] for w in re.findall(r"[^\W_]+", sentence.casefold())}
+    have = {w[:5] for w in words(sentence)}  # the tokenizer that made ``focus``
     return sum(1 for w in focus if w[:5] in have)
 
 
