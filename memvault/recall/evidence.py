@@ -128,7 +128,8 @@ def merge(passages: Sequence[Passage], gap: int = PASSAGE_GAP) -> list[Passage]:
 def _matches(sentence: str, focus: Sequence[str]) -> int:
     """How many of the words ``focus`` (lower case) ``sentence`` holds, a word's first five
     letters standing for its forms ("painting" holds "paint", "stations" "station")."""
-    have = {w[:5] for w in words(sentence)}  # the tokenizer that made ``focus``
+    # The tokenizer that made ``focus``, a word with an apostrophe by its stem as there.
+    have = {w.split("'", 1)[0][:5] for w in words(sentence)}
     return sum(1 for w in focus if w[:5] in have)
 
 

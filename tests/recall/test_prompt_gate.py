@@ -202,6 +202,9 @@ def test_a_long_hit_keeps_its_opening_and_the_sentences_holding_the_prompts_word
     assert "9414750" in cut and " … The station comes from" in cut and "9414750" not in truncate(turn, 240)
     assert excerpt("assistant: short.", ["station"], 240) == "assistant: short."  # whole when it fits
     assert excerpt(turn, ["zebra"], 240) == truncate(turn, 240)  # no sentence holds a word: the plain cut
+    # A possessive counts by its stem, as the prompt's content words do ("Tim's" holds "tim").
+    assert excerpt("Intro words here. " * 12 + "Tim's book is about dragons.", ["tim"], 140).endswith(
+        "Tim's book is about dragons.")
     doc = [{"id": "root", "doc": "conv:abc", "kind": "conversation", "ord": 0, "title": "Tides chat"}, _turn(1, turn)]
     passages = [passage_for(doc[1], doc, "conv:abc")]
     block = render_prompt_block("which station is the default?", passages, 1_500)
