@@ -107,7 +107,7 @@ def assign_by_model(run: ClusterPass, pending: Pending, prompt: Prompt) -> Model
         if out.stopped:
             break
         batch = fresh[start:start + settings.batch_size]
-        chunks = [ledger.chunk(c) for c in batch]
+        chunks = ledger.chunks(batch)
         bucket_descriptions = {b.name: b.description for b in ledger.buckets()}
         text = prompt.render(buckets=show_buckets(bucket_descriptions), chunks=show_chunks(chunks, settings.chunk_prompt_chars))
         reply = structured(ctx.engine, prompt.system, text, ClusterReply, reply_tokens(len(batch), settings.max_output_tokens),

@@ -20,6 +20,7 @@ from memvault.naming.scripts import mixed, script_of
 from memvault.naming.phrase_similarity import Similarity, similarity_to, unit_mean
 from memvault.naming.titles import topic_title
 from stores.meta import BucketsPage
+from stores.rows import ChunkRow
 from memvault.stages.cluster_projects import apart_matrix, other_project, script_apart
 from memvault.stages.context import StageContext
 from memvault.stages.text import keywords, surface_form
@@ -97,11 +98,18 @@ class ClusterPass:
         # One language per article: a bucket's script is its chunks' main script.
         self.scripts: dict[str, str] = {n: script_of("\n".join(t)) for n, t in self.ledger.bucket_texts().items()}
         self._chunk_scripts: dict[str, str] = {}
+        self._rows: dict[str, ChunkRow] = {}  # a chunk's row does not change during a pass
         self.low_content = 0
+
+    def rows(self, chunk_ids: list[str]) -> list[ChunkRow]:
+        """The ledger rows of ``chunk_ids``, read once a pass, the unread ones in one query."""
+        unread = [c for c in dict.fromkeys(chunk_ids) if c not in self._rows]
+        self._rows.update(zip(unread, self.ledger.chunks(unread)))
+        return [self._rows[c] for c in chunk_ids]
 
     def project(self, chunk_id: str) -> str | None:
         """The project of the chunk's conversation (None for chat exports and unknown folders)."""
-        cid = self.ledger.chunk(chunk_id).conversation_id
+        cid = self.rows([chunk_id])[0].conversation_id
         if cid not in self._conversation_projects:
             conv = self.ledger.conversation(cid)
             self._conversation_projects[cid] = (conv.project or None) if conv else None
@@ -110,7 +118,7 @@ class ClusterPass:
     def script(self, chunk_id: str) -> str:
         """The main script of a chunk's text (memvault.naming.scripts)."""
         if chunk_id not in self._chunk_scripts:
-            self._chunk_scripts[chunk_id] = script_of(self.ledger.chunk(chunk_id).text)
+            self._chunk_scripts[chunk_id] = script_of(self.rows([chunk_id])[0].text)
         return self._chunk_scripts[chunk_id]
 
     def committed(self) -> None:
@@ -172,7 +180,7 @@ class ClusterPass:
             return False
         self.join(chunk_id, best, v, scores[best])
         if log.isEnabledFor(logging.INFO):  # the conversation's title costs a ledger read
-            row = self.ledger.chunk(chunk_id)
+            row = self.rows([chunk_id])[0]
             log.info("chunk %s of %s → %s (%.2f)", chunk_id[:8],
                      conv_label(row.conversation_id[:8], row.conversation_title), best, scores[best])
         return True
@@ -235,10 +243,11 @@ def assign_by_centroid(run: ClusterPass, pending: Pending, singles: bool = True)
     own buckets), a leftover with no partner and `cluster.single_chunk_words` words founds one.
     """
     ctx, ledger, settings = run.ctx, run.ledger, run.ctx.settings.cluster
+    run.rows([cid for cid, _ in pending])
     leftovers, stopped = _join_buckets(run, pending)
     if stopped:
         return len(pending) - len(leftovers), len(leftovers), stopped
-    infos_all = {cid: ledger.chunk(cid) for cid, _ in leftovers}
+    infos_all = dict(zip((cid for cid, _ in leftovers), run.rows([cid for cid, _ in leftovers])))
     thin = [c for c in leftovers if is_low_content(infos_all[c[0]].text)]
     run.low_content += len(thin)
     founders = [c for c in leftovers if not is_low_content(infos_all[c[0]].text)]
@@ -251,7 +260,7 @@ def assign_by_centroid(run: ClusterPass, pending: Pending, singles: bool = True)
     penalty = apart_matrix([run.project(cid) for cid, _ in founders]) * settings.project_margin
     # Chunks in different scripts never group: no similarity clears a penalty of 10.
     penalty = penalty + 10.0 * script_apart([run.script(cid) for cid, _ in founders])
-    background = texts + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
+    background = texts + ledger.assigned_chunk_texts(200)
     taken = {n.casefold() for n in run.centroids} | {n.casefold() for n in run.descriptions} | \
         {p.stem.replace("_", " ").casefold() for p in ctx.vault.list_articles()} | ledger.taken_bucket_names()
     grouped: set[int] = set()

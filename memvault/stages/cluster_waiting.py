@@ -36,8 +36,7 @@ def write_waiting_page(ctx: StageContext) -> dict[str, int]:
     ids = [cid for cid, _ in ledger.unassigned_chunks()]
     shorts = short_ids(ledger.conversation_ids()) if ids else {}
     rows: dict[str, list[str]] = {TOO_SHORT: [], WAITING: []}
-    for chunk_id in ids:
-        chunk = ledger.chunk(chunk_id)
+    for chunk in ledger.chunks(ids):
         reason = waiting_reason(chunk.text)
         label = " ".join((chunk.label or chunk.conversation_title or "untitled").split())[:80]
         when = chunk.date.strftime("%Y-%m-%d") if chunk.date else "undated"

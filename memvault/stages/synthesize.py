@@ -53,8 +53,8 @@ def synthesize_bucket(ctx: StageContext, bucket: str, chunk_ids: list[str], shor
     vault, ledger = ctx.vault, ctx.ledger
     path = vault.article_path(ledger.bucket_stem(bucket))
     previous = vault.read(path)
-    chunks = [ledger.chunk(c) for c in chunk_ids]
-    background = [c.text for c in chunks] + [ledger.chunk(c).text for c in ledger.assigned_chunk_ids(200)]
+    chunks = ledger.chunks(chunk_ids)
+    background = [c.text for c in chunks] + ledger.assigned_chunk_texts(200)
     anchors = write_conversation_pages(ctx, chunks, shorts)
     new = compose_article(previous, bucket, chunks, background, shorts, ctx.settings.synthesize.sentences_per_chunk,
                           ctx.embedder, anchors, _stored_vectors(ctx, chunk_ids))
@@ -212,7 +212,7 @@ def synthesize_with_model(ctx: StageContext, bucket: str, chunk_ids: list[str], 
         if tally.stopped:
             return
         batch = chunk_ids[start:start + step]
-        chunks = [ledger.chunk(c) for c in batch]
+        chunks = ledger.chunks(batch)
         previous = vault.read(path)
         anchors = write_conversation_pages(ctx, chunks, shorts)
         definitions: dict[str, str] = {}
