@@ -89,3 +89,22 @@ def test_since_filters_every_stage_query_by_the_conversations_update(tmp_path: P
     assert ledger.chunk_vectors(["chunk-new", "no-such-chunk"]) == {"chunk-new": [1.0, 0.0]}
     assert ledger.chunk_vectors([]) == {}
     ledger.close()
+
+
+def test_chunks_are_read_in_one_query_in_the_order_asked(tmp_path: Path) -> None:
+    c = conv("a question about tide tables", "an answer about tide tables")
+    ledger = Ledger(tmp_path / "l.duckdb")
+    ledger.upsert_conversations([c])
+    for n in (3, 1, 2):
+        ledger.add_chunk(f"chunk-{n}", c.id, [f"m{n % 2}"], f"label {n}", f"text {n}", None, "run-1")
+    rows = ledger.chunks(["chunk-2", "chunk-3", "chunk-2", "chunk-1"])
+    assert [r.id for r in rows] == ["chunk-2", "chunk-3", "chunk-2", "chunk-1"]  # as asked, repeats kept
+    assert rows == [ledger.chunk(i) for i in ("chunk-2", "chunk-3", "chunk-2", "chunk-1")]
+    assert ledger.chunks([]) == []
+    with pytest.raises(KeyError, match="no chunk chunk-9"):
+        ledger.chunks(["chunk-1", "chunk-9"])
+    ledger.upsert_bucket("Tides", "", [1.0, 0.0], 3)
+    for n in (3, 1, 2):
+        ledger.assign(f"chunk-{n}", "Tides", 1.0, "run-1")
+    assert ledger.assigned_chunk_texts(2) == [ledger.chunk(i).text for i in ledger.assigned_chunk_ids(2)] == ["text 1", "text 2"]
+    ledger.close()
