@@ -56,7 +56,10 @@ def test_the_second_hop_brings_a_turn_sharing_the_top_hits_rare_names(home: Path
     cands, rows, _ = service._candidates(QUERY, 2)
     assert "D2:2" not in refs(cands, rows)
 
-    service = build(home, embedder, hop_k=5, hop_seeds=2)
+    # Three seeds (the default): the first session's turn naming Priya and Reykjavik ties within
+    # 0.001 in cosine with an exchange of that session, so which of them is second differs between
+    # machines (int8 vectors differ slightly from one to another); it is among the best three on each.
+    service = build(home, embedder, hop_k=10, hop_seeds=3)
     cands, rows, lookup = service._candidates(QUERY, 2)
     found = refs(cands, rows)
     assert "D2:2" in found and found["D2:2"].hop_rank is not None
@@ -64,7 +67,7 @@ def test_the_second_hop_brings_a_turn_sharing_the_top_hits_rare_names(home: Path
     assert found["D2:2"].doc == "conv:chat-s2"
 
     # The hop term lifts it above the kitchen talk of its session and names what it shares.
-    weights = service.weights().model_copy(update={"w_hop": 0.2, "hop_seeds": 2})
+    weights = service.weights().model_copy(update={"w_hop": 0.2, "hop_seeds": 3})
     scored = score_candidates(cands, lookup, weights, NOW, query=QUERY)
     by_ref = {rows[s.id]["ref"]: s for s in scored if rows[s.id]["kind"] == "message"}
     answer = by_ref["D2:2"]

@@ -8,11 +8,12 @@ import pytest
 
 from memvault.config.settings import ChunkSettings
 from stores.rows import MessageRow
-from memvault.stages.chunk import plan_chunks
+from memvault.stages.chunk import EMBED_CHARS, exchanges, plan_chunks, render, turns
 from memvault.stages.chunk_features import (FEATURES, PEOPLE_FEATURES, depth_scores, gap_features, people_features,
                                             shift_cue)
-from memvault.stages.chunk_segment import (PEOPLE_WEIGHTS, THRESHOLD, WEIGHTS, features, gap_similarities,
-                                           learned_boundaries, pick, segment, valley_boundaries)
+from memvault.stages.chunk_segment import (PEOPLE_ARRAY, PEOPLE_BIAS, PEOPLE_THRESHOLD, PEOPLE_WEIGHTS, THRESHOLD,
+                                           WEIGHTS, features, gap_similarities, learned_boundaries, pick,
+                                           probabilities, segment, valley_boundaries)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "segmentation"
 
@@ -118,14 +119,21 @@ def test_a_real_annotated_dialogue_is_cut_within_one_message_of_its_gold(embedde
 
 def test_the_same_dialogue_read_as_two_people_is_cut_message_by_message(embedder) -> None:
     # TIAGE's speakers are both people: read so (every message `user`), each message is its own
-    # unit and the people table scores the gaps. Both gold starts are found within one message,
-    # 6 exactly; 10 ("are you rich?") sits next to the annotators' 9 and 13 follows "my favorite
-    # thing to do is play with my dollies", a turn the annotators kept with the hats.
+    # unit and the people table scores the gaps. 10 ("are you rich?") sits next to the annotators'
+    # 9, and 13 follows "my favorite thing to do is play with my dollies", a turn the annotators
+    # kept with the hats. The gold 6 scores at the threshold itself (0.277 in fp32, 0.269 in int8 on
+    # an AVX2 machine, above 0.275 on the machine the test was written on): cut or not, it is the
+    # strongest gap of the first topic.
     [conv] = json.loads((FIXTURES / "tiage_dev_6.json").read_text(encoding="utf-8"))["conversations"]
     rows = [MessageRow(native_id=f"m{i}", parent_native_id=None, seq=i, role="user", kind="text", text=m["text"],
                        timestamp=None, low_value=False) for i, m in enumerate(conv["messages"])]
     starts = [int(msgs[0].native_id[1:]) for msgs, _ in plan_chunks(rows, embedder, ChunkSettings())[1:]]
-    assert starts == [6, 10, 13]
+    assert {10, 13} <= set(starts) <= {6, 10, 13}, starts
+    groups = exchanges(rows)  # what plan_chunks scores
+    table, x = features(embedder.embed([render(g)[:EMBED_CHARS] for g in groups]), [turns(g) for g in groups])
+    probs = probabilities(x, PEOPLE_ARRAY, PEOPLE_BIAS)  # probs[i]: the gap before message i + 1
+    assert table == "people" and int(np.argmax(probs[:8])) + 1 == 6, probs.round(3)
+    assert abs(probs[5] - PEOPLE_THRESHOLD) < 0.02 or 6 in starts, probs.round(3)
 
 
 def test_the_people_table_is_used_only_when_no_exchange_has_a_reply() -> None:
