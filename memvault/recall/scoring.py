@@ -311,6 +311,9 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b) / norm if norm else 0.0
 
 
+_HELD = 40  # a text this long held whole by another is a repeat ("user: ok" is in many texts)
+
+
 def select(
     scored: Iterable[Scored],
     *,
@@ -324,10 +327,14 @@ def select(
     ``max_node_chars`` and to the room left, stop at ``max_nodes`` or ``max_chars``.
 
     A node that does not fit whole is cut to the room left if that is at least
-    ``min_chars``, else skipped in favour of shorter ones further down.
+    ``min_chars``, else skipped in favour of shorter ones further down. No text is shown
+    twice: a node whose text a picked node shows whole (a turn of an exchange already picked)
+    is skipped, and a node that shows a picked one's text whole, uncut (the exchange of a turn
+    already picked), takes its place in the order of scores, the turn dropped.
     """
     picked: list[Scored] = []
     vectors: list[np.ndarray] = []
+    shown: list[str] = []  # picked texts as shown, spaces folded
     used = 0
     for s in sorted(scored, key=lambda s: (-s.score, s.id)):
         room = max_chars - used
@@ -336,13 +343,24 @@ def select(
         vector = s.candidate.vector
         if vector is not None and any(_cosine(vector, v) >= diversity for v in vectors):
             continue
+        folded = " ".join(s.text.split())
+        if len(folded) >= _HELD and any(folded in t for t in shown):
+            continue
+        held = [i for i, t in enumerate(shown) if len(t) >= _HELD and t in folded]
+        if held and len(s.text) > min(max_node_chars, room + sum(picked[i].chars for i in held)):
+            held = []  # it would be cut, maybe before the turn it holds: both stay
+        room += sum(picked[i].chars for i in held)
         length = len(s.text) if s.text else s.chars
         limit = min(max_node_chars, room)
         if length > room and room < min_chars:
             continue
+        for i in held[::-1]:
+            used -= picked[i].chars
+            del picked[i], shown[i]
         text = truncate(s.text, limit) if s.text else ""
         picked.append(replace(s, text=text, chars=len(text) if s.text else min(length, limit)))
         used += picked[-1].chars
+        shown.append(" ".join(text.split()))  # as shown: a turn past a cut is not held
         if vector is not None:
             vectors.append(vector)
     return picked

@@ -189,3 +189,25 @@ def test_a_guess_question_weighs_meaning_over_words() -> None:
     assert not any(line.startswith("question:") for line in explain_lines(plain[0].explain))
     off = score_candidates(cands, no_lookup, ScoringWeights(guess_shift=0.0), NOW, query=guess)
     assert [s.id for s in off] == ["b", "a"]
+
+
+def test_no_text_is_shown_twice() -> None:
+    # A turn and its exchange both match: the block shows the turn once. The exchange picked
+    # first keeps the turn out; a turn picked first gives way to its exchange (in the exchange's
+    # place), which shows it whole. A short text ("user: ok") held by others is no repeat.
+    turn = "user: Today is release day for tidepool 0.3.0. Can you prepare the changelog entry?"
+    exchange = turn + "\nassistant: Proposed entry: Added a SQLite cache of NOAA station data."
+    other = "assistant: Tag with git tag -a v0.3.0 and push the tag; the workflow builds the binaries."
+    picked = select([scored_node("e1", 0.9, exchange), scored_node("m1", 0.8, turn), scored_node("m5", 0.7, other)],
+                    max_nodes=5, max_chars=10_000, max_node_chars=500, diversity=1.01)
+    assert [p.id for p in picked] == ["e1", "m5"]
+    picked = select([scored_node("m1", 0.9, turn), scored_node("m5", 0.8, other), scored_node("e1", 0.7, exchange)],
+                    max_nodes=5, max_chars=10_000, max_node_chars=500, diversity=1.01)
+    assert [p.id for p in picked] == ["m5", "e1"] and sum(p.chars for p in picked) == len(other) + len(exchange)
+    # An exchange that would be cut keeps the turn beside it: the cut may fall before the turn.
+    picked = select([scored_node("m1", 0.9, turn), scored_node("e1", 0.7, exchange)],
+                    max_nodes=5, max_chars=10_000, max_node_chars=120, diversity=1.01)
+    assert [p.id for p in picked] == ["m1", "e1"]
+    picked = select([scored_node("a", 0.9, "user: ok"), scored_node("b", 0.8, "user: ok\nassistant: Done.")],
+                    max_nodes=5, max_chars=10_000, max_node_chars=500, diversity=1.01)
+    assert [p.id for p in picked] == ["a", "b"]
