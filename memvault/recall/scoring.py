@@ -347,9 +347,11 @@ def select(
         if len(folded) >= _HELD and any(folded in t for t in shown):
             continue
         held = [i for i, t in enumerate(shown) if len(t) >= _HELD and t in folded]
-        if held and len(s.text) > min(max_node_chars, room + sum(picked[i].chars for i in held)):
+        freed = sum(picked[i].chars for i in held)
+        if len(s.text) <= min(max_node_chars, room + freed):
+            room += freed
+        else:
             held = []  # it would be cut, maybe before the turn it holds: both stay
-        room += sum(picked[i].chars for i in held)
         length = len(s.text) if s.text else s.chars
         limit = min(max_node_chars, room)
         if length > room and room < min_chars:
