@@ -20,6 +20,10 @@ k1 1.2, b 0.75, lowercase alphanumeric tokens — and MiniLM cosine over the raw
 
     .venv/bin/python bench/recall_quality.py --data ../shared/eval/locomo/locomo_dev.json --json
 
+``--set embeddings.url=URL --set embeddings.model=NAME`` indexes and asks through the product's
+HTTP embedder instead (any OpenAI-compatible server; bench/embeddings_server.py serves a
+sentence-transformers folder); ``baseline_rrf`` then uses that model's cosine too.
+
 The data is read at run time and never copied (its licence forbids shipping it).
 """
 
@@ -207,7 +211,7 @@ def rrf(rankings: list[list[int]], k: int = 60) -> list[int]:
 def index_conversation(sample: dict[str, Any], embedder: CachedEmbedder, settings: Settings) -> NodeIndex:
     """Each session is one dated conversation, indexed by the real index stage code, in order
     (one write per session, as successive nightly runs would)."""
-    nodes = NodeIndex.open_or_create(settings)
+    nodes = NodeIndex.open_or_create(settings, embedder=embedder)
     name = str(sample.get("sample_id", "conv"))
     for n, date, raw, turns in sessions(sample["conversation"]):
         msgs: list[tuple[str, str, str, datetime | str | None]] = [
@@ -444,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
         if inner is None and args.embedder not in (MODEL_NAME, INT8_NAME):  # MiniLM's two: CachedEmbedder itself
             with tempfile.TemporaryDirectory(prefix="mv-rq-") as tmp:
                 inner = embedder_for(load_settings(Path(tmp), **overrides))
+    if inner is None and overrides.get("embeddings", {}).get("url"):  # the user's own embedder (a server)
+        with tempfile.TemporaryDirectory(prefix="mv-rq-") as tmp:
+            inner = embedder_for(load_settings(Path(tmp), **overrides))
     data = json.loads(args.data.read_text(encoding="utf-8"))
     data = data[: args.limit_conversations] if args.limit_conversations else data
     minilm = inner is None and args.model_file is None
