@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 
-def make_server(model_dir: Path, port: int = 0, threads: int = 2, batch_size: int = 32) -> ThreadingHTTPServer:
-    """The server, bound on 127.0.0.1 (``port`` 0: a free one), not yet serving."""
+def make_server(model_dir: Path, port: int = 0, threads: int = 2, batch_size: int = 32) -> tuple[ThreadingHTTPServer, int]:
+    """The server, bound on 127.0.0.1 (``port`` 0: a free one), not yet serving, and the model's dimension."""
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -57,9 +57,7 @@ def make_server(model_dir: Path, port: int = 0, threads: int = 2, batch_size: in
                                "data": [{"object": "embedding", "index": i, "embedding": [float(x) for x in row]}
                                         for i, row in enumerate(vectors)]})
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.dimensions = model.get_embedding_dimension()  # type: ignore[attr-defined]
-    return server
+    return ThreadingHTTPServer(("127.0.0.1", port), Handler), int(model.get_embedding_dimension() or 0)
 
 
 def main() -> None:
@@ -71,8 +69,8 @@ def main() -> None:
     args = ap.parse_args()
     if not (args.model / "modules.json").is_file():
         ap.error(f"{args.model} is not a sentence-transformers folder (no modules.json)")
-    server = make_server(args.model, args.port, args.threads, args.batch_size)
-    print(f"serving {args.model.name} ({server.dimensions} dimensions) at "  # type: ignore[attr-defined]
+    server, dimensions = make_server(args.model, args.port, args.threads, args.batch_size)
+    print(f"serving {args.model.name} ({dimensions} dimensions) at "
           f"http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
     server.serve_forever()
 

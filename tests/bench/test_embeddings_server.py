@@ -17,7 +17,8 @@ TEXTS = ["postgres backups run nightly at two", "the cat sat on the mat", "Ledge
 
 @pytest.fixture(scope="module")
 def url():
-    server = make_server(model_dir(), port=0, threads=1)
+    server, dimensions = make_server(model_dir(), port=0, threads=1)
+    assert dimensions == 384
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
