@@ -112,7 +112,8 @@ def cv_margin(scores: Sequence[float | None], labels: Sequence[str], folds: int 
 def main() -> int:
     from memvault.live.prompt_gate import GateParams, bounded_query, trivial_reason
     from memvault.ops.prompt_recall import _document_frequencies, evaluate, measure
-    from bench.prompt_precision import answerable, build_home, half, in_block, reading_service, source_args, unrelated_prompts
+    from bench.prompt_precision import (answerable, build_home, half, in_block, reading_service, server_of, source_args,
+                                         unrelated_prompts)
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     source_args(ap)
@@ -120,7 +121,7 @@ def main() -> int:
     args = ap.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))
     args.work.mkdir(parents=True, exist_ok=True)
-    home = build_home(data, args.work)
+    home = build_home(data, args.work, server_of(args))
     prompts: list[tuple[str, str, list[str] | None]] = [(f"{split}:ans", q, g) for split, q, g, _ in answerable(data)]
     prompts += [(f"{half(p)}:unrel", p, None) for _, p in
                 unrelated_prompts(args.koala, args.hh, args.data.resolve().parents[2])]

@@ -32,7 +32,11 @@ median of warm calls against the median of ``python -c pass`` measured in the sa
         --koala CACHE/koala_test_set.jsonl --hh CACHE/harmless-test.jsonl.gz --work CACHE/pp [--tune]
 
 The prompt files are read where they are (fetch them into a cache folder outside the
-repository); nothing fetched is committed.
+repository); nothing fetched is committed. ``--embeddings-url URL --embeddings-model NAME`` builds
+the home for an OpenAI-compatible embeddings server (bench/embeddings_server.py) instead of the
+bundled MiniLM (``--embeddings-model all-MiniLM-L6-v2-static`` alone: the static table), in a
+``--work`` folder of its own (bench/prompt_variants.py and
+prompt_decisions.py take the same flags).
 """
 
 import argparse
@@ -105,22 +109,39 @@ def answerable(data: list[dict[str, Any]]) -> list[tuple[str, str, list[str], li
     return out
 
 
-def build_home(data: list[dict[str, Any]], work: Path) -> Path:
-    """The home with every LoCoMo session indexed (built once per work folder)."""
+def cached_embedder(settings: Any, cache_file: Path) -> Any:
+    """The home's embedder — the bundled MiniLM, the static table, or an embeddings server
+    (``[embeddings] url``) — its vectors kept in ``cache_file``."""
+    from bench.recall_quality import CachedEmbedder
+    from memvault.embeddings.base import STATIC_NAME
+    from memvault.embeddings.select import embedder_for
+
+    other = settings.embeddings.url or settings.embeddings.model == STATIC_NAME
+    return CachedEmbedder(cache_file, inner=embedder_for(settings) if other else None)
+
+
+def build_home(data: list[dict[str, Any]], work: Path, server: tuple[str, str] | None = None) -> Path:
+    """The home with every LoCoMo session indexed (built once per work folder); ``server``:
+    ``(url, model)`` of an OpenAI-compatible embeddings server the home is set to use (url ""
+    for a bundled model by name)."""
     home = work / "home"
     if (home / ".memvault" / "bench-built").is_file():
         return home
     from memvault.markdown.tree import conversation_nodes
     from memvault.ops.home import init_home
     from memvault.config.settings import load_settings
-    from bench.recall_quality import CachedEmbedder, sessions, turn_text
+    from bench.recall_quality import sessions, turn_text
     from stores.nodes import NodeIndex
     from memvault.stages.index import rows_for, write_index
 
     init_home(home)
+    if server:  # another embedder (bench README: "Another embedder through [embeddings] url")
+        url = f'url = "{server[0]}"\n' if server[0] else ""
+        with (home / "memvault.toml").open("a", encoding="utf-8") as fh:
+            fh.write(f'\n[embeddings]\n{url}model = "{server[1]}"\n')
     settings = load_settings(home)
-    embedder = CachedEmbedder(work / "embeddings.pkl")
-    nodes = NodeIndex.open_or_create(settings)
+    embedder = cached_embedder(settings, work / "embeddings.pkl")
+    nodes = NodeIndex.open_or_create(settings, embedder=embedder)
     rows = []
     for sample in data:
         name = str(sample.get("sample_id", "conv"))
@@ -241,6 +262,15 @@ def source_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--koala", type=Path, help="koala_test_set.jsonl (github.com/arnav-gudibande/koala-test-set)")
     ap.add_argument("--hh", type=Path, help="harmless-base/test.jsonl.gz (github.com/anthropics/hh-rlhf)")
     ap.add_argument("--work", type=Path, required=True, help="cache folder outside the repository (home, embeddings)")
+    ap.add_argument("--embeddings-url", help="an OpenAI-compatible embeddings server the home uses instead of MiniLM "
+                    "(bench/embeddings_server.py); a --work folder is built for one embedder")
+    ap.add_argument("--embeddings-model", default="", help="the model name sent to --embeddings-url; without it, "
+                    "a bundled embedder's name (all-MiniLM-L6-v2-static)")
+
+
+def server_of(args: argparse.Namespace) -> tuple[str, str] | None:
+    """``(url or "", model)`` of the embedder the home is set to, or None for the default."""
+    return (args.embeddings_url or "", args.embeddings_model) if args.embeddings_url or args.embeddings_model else None
 
 
 def reading_service(home: Path, work: Path) -> tuple[Any, Any]:
@@ -249,10 +279,10 @@ def reading_service(home: Path, work: Path) -> tuple[Any, Any]:
     logs no access (the bench reads, it does not use)."""
     from memvault.config.settings import load_settings
     from memvault.ops.memory import MemoryService
-    from bench.recall_quality import CachedEmbedder
 
-    embedder = CachedEmbedder(work / "queries.pkl")
-    service = MemoryService(load_settings(home), embedder)
+    settings = load_settings(home)
+    embedder = cached_embedder(settings, work / "queries.pkl")
+    service = MemoryService(settings, embedder)
     service._log_access = lambda ids: None  # type: ignore[method-assign]
     docs: dict[str, Any] = {}
     read_doc = service.nodes.doc_nodes
@@ -276,7 +306,7 @@ def main() -> int:
     args = ap.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))
     args.work.mkdir(parents=True, exist_ok=True)
-    home = build_home(data, args.work)
+    home = build_home(data, args.work, server_of(args))
     unrel = unrelated_prompts(args.koala, args.hh, args.data.resolve().parents[2])
     sets = {"source_counts": {k: sum(1 for s, _ in unrel if s == k) for k in ("koala", "hh-rlhf", "pi")}}
     ans = answerable(data)

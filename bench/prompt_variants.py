@@ -85,7 +85,8 @@ def answer_held(block: str, said: list[str], holding: list[str]) -> bool:
 def main() -> int:
     from memvault.ops.prompt_recall import evaluate
     from memvault.live.prompt_gate import GateParams, Signals, bounded_query
-    from bench.prompt_precision import answerable, build_home, half, in_block, reading_service, source_args, unrelated_prompts
+    from bench.prompt_precision import (answerable, build_home, half, in_block, reading_service, server_of, source_args,
+                                         unrelated_prompts)
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     source_args(ap)
@@ -97,7 +98,7 @@ def main() -> int:
     ap.add_argument("--at", default="", help="w_coverage,min_evidence chosen on tune: measure there instead of searching")
     args = ap.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))
-    home = build_home(data, args.work)
+    home = build_home(data, args.work, server_of(args))
     every = answerable(data)
     ans = [x for x in every if x[0] == args.split]
     said = [a for x, a in zip(every, answer_words(data)) if x[0] == args.split]
@@ -118,7 +119,8 @@ def main() -> int:
         checked = [(a.block, s) for a, s in zip(got, said) if s is not None]
         kept = sum(bool(b) and answer_held(b, *s) for b, s in checked) / max(len(checked), 1)
         best = None
-        grid = itertools.product([x / 20 for x in range(0, 21)], [x / 100 for x in range(30, 200)])
+        # Up to 3: another embedder's cosines (the static table's run high) put its thresholds past 2.
+        grid = itertools.product([x / 20 for x in range(0, 21)], [x / 100 for x in range(30, 300)])
         fixed = [tuple(float(x) for x in args.at.split(","))] if args.at else None
         for w, t in fixed or grid:
             p = GateParams(w_coverage=w, min_evidence=t, weigh=weigh)
