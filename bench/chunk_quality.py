@@ -198,8 +198,10 @@ def starts_of(chunks: list[list[Any]]) -> list[int]:
 class Segmenter:
     """One engine's path through memvault.stages.chunk, conversation by conversation."""
 
-    def __init__(self, engine_name: str, settings: Any, embedder: Any, replies: dict[str, list[str]]) -> None:
+    def __init__(self, engine_name: str, settings: Any, embedder: Any, replies: dict[str, list[str]],
+                 segmenter: Any = None) -> None:
         self.name, self.settings, self.embedder, self.replies = engine_name, settings, embedder, replies
+        self.segmenter = segmenter  # as StageContext.topic_embedder: the embedder plan_chunks gets when set
         self.fallbacks: list[dict[str, str]] = []
         self.engine: Any = None
         self.prompt: Any = None
@@ -221,7 +223,7 @@ class Segmenter:
 
         messages = rows(conv)
         if self.name == "none":
-            return starts_of([msgs for msgs, _ in plan_chunks(messages, self.embedder, self.settings.chunk)])
+            return starts_of([msgs for msgs, _ in plan_chunks(messages, self.segmenter or self.embedder, self.settings.chunk)])
         from memvault.engines.base import EngineError
         from memvault.engines.fake import FakeEngine
 
@@ -236,7 +238,7 @@ class Segmenter:
             chunks, why = None, f"no recorded reply ({exc})"
         if chunks is None:
             self.fallbacks.append({"conversation": conv["id"], "reason": why or ""})
-            return starts_of([msgs for msgs, _ in plan_chunks(messages, self.embedder, self.settings.chunk)])
+            return starts_of([msgs for msgs, _ in plan_chunks(messages, self.segmenter or self.embedder, self.settings.chunk)])
         return starts_of([msgs for msgs, _ in chunks])
 
 
@@ -259,11 +261,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="score only the conversations every replay:PATH engine has replies for")
     parser.add_argument("--per-conversation", action="store_true", help="also list each conversation's starts")
     parser.add_argument("--json", action="store_true", help="print JSON only: {set: {engine: scores}}")
+    parser.add_argument("--home-embedder-decides", action="store_true",
+                        help="with another embedder than MiniLM (MEMVAULT_EMBEDDINGS__*): decide boundaries with its vectors, "
+                        "as before the bundled MiniLM decided them (select.topic_embedder_for)")
     args = parser.parse_args(argv)
     if not args.data and not args.sets:
         parser.error("name at least one --data FILE or --set NAME")
 
     from memvault.config.settings import load_settings
+    from memvault.embeddings.select import topic_embedder_for
 
     sets = [(str(path), load(path, args.split)) for path in args.data]
     sets += [(name, halves(load_set(name, args.cache), args.split, name)) for name in args.sets]
@@ -276,12 +282,17 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(args.home or tmp)
+        segmenter = None if args.home_embedder_decides or topic_embedder_for(settings) is None else \
+            cached_embedder(args.embed_cache.with_name(f"{args.embed_cache.stem}-segmenter.pkl") if args.embed_cache else None,
+                            bundled=True)
         for label, convs in sets:
             out[label] = {}
             for name in args.engine or ["none"]:
-                out[label][name] = run_engine(Segmenter(name, settings, embedder, replies), convs, args.per_conversation)
-    if getattr(embedder, "computed", 0):  # nothing new: leave the file to any other run
-        embedder.save()
+                out[label][name] = run_engine(Segmenter(name, settings, embedder, replies, segmenter), convs,
+                                              args.per_conversation)
+    for used in (embedder, segmenter):
+        if used is not None and used.computed:  # nothing new: leave the file to any other run
+            used.save()
     if args.json:
         print(json.dumps(out))
         return 0
@@ -296,12 +307,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def cached_embedder(path: Path | None) -> Any:
+def cached_embedder(path: Path | None, bundled: bool = False) -> Any:
     """The real MiniLM embedder the product's default names (int8, or fp32 with
-    MEMVAULT_BENCH_FP32=1); with ``path``, vectors are kept by text hash across runs."""
+    MEMVAULT_BENCH_FP32=1), or another embedder the environment names as the product reads it
+    (``MEMVAULT_EMBEDDINGS__URL`` and ``MEMVAULT_EMBEDDINGS__MODEL`` for a server, or the model
+    ``all-MiniLM-L6-v2-static``); with ``path``, vectors are kept by text hash across runs (one
+    cache file per embedder). ``bundled``: the int8 MiniLM whatever the environment names (the
+    segmenter of a home that embeds with another model)."""
     from bench.recall_quality import CachedEmbedder
+    from memvault.config.settings import load_settings
+    from memvault.embeddings.base import STATIC_NAME
+    from memvault.embeddings.select import embedder_for
 
-    return CachedEmbedder(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(Path(tmp))
+    other = not bundled and (settings.embeddings.url or settings.embeddings.model == STATIC_NAME)
+    return CachedEmbedder(path, inner=embedder_for(settings) if other else None)
 
 
 def run_engine(seg: "Segmenter", convs: list[dict[str, Any]], per_conversation: bool) -> dict[str, Any]:

@@ -62,6 +62,24 @@ class PipelineMixin(LedgerBase):
                                 [chunk_ids]).fetchall()
         return {r[0]: r[1] for r in rows}
 
+    def chunks_of_other_width(self, dim: int) -> list[tuple[str, str]]:
+        """``(id, text)`` of the chunks whose vector is not ``dim`` wide: embedded by another model."""
+        return [(r[0], r[1]) for r in self.con.execute(
+            "SELECT id, text FROM chunks WHERE vector IS NOT NULL AND len(vector) <> ? ORDER BY id", [dim]).fetchall()]
+
+    def set_chunk_vectors(self, vectors: dict[str, list[float]]) -> None:
+        """Replace the vectors of the chunks named (re-embedded by the topic stages' model)."""
+        self.con.executemany("UPDATE chunks SET vector = ? WHERE id = ?", [[v, k] for k, v in vectors.items()])
+
+    def bucket_member_vectors(self, names: list[str]) -> dict[str, list[list[float]]]:
+        """The vectors of each named bucket's chunks, by bucket (a bucket without chunks is left out)."""
+        out: dict[str, list[list[float]]] = {}
+        for bucket, vector in self.con.execute(
+                "SELECT cb.bucket, c.vector FROM chunk_buckets cb JOIN chunks c ON c.id = cb.chunk_id "
+                "WHERE cb.bucket IN (SELECT unnest(?)) AND c.vector IS NOT NULL ORDER BY cb.bucket, c.id", [names]).fetchall():
+            out.setdefault(bucket, []).append(vector)
+        return out
+
     def unassigned_chunks(self, since: datetime | None = None) -> list[tuple[str, list[float]]]:
         """Chunks in no bucket yet, oldest first, with their vectors (of conversations
         updated since ``since``, when given)."""

@@ -71,6 +71,9 @@ def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
             size = data.get("index_bytes")
             console.print(f"index: {data.get('index_uri')} ({'size not measured' if size is None else f'{size / 1e6:.1f} MB'}, "
                           f"model {data.get('embedding_model') or 'none'})", highlight=False)
+            if data.get("topics_embedding_model") not in (None, data.get("configured_embedding_model")):
+                console.print(f"topics: model {data['topics_embedding_model']} (chunks, clusters and articles: "
+                              "the bundled MiniLM, whose cosines their thresholds were chosen on)", highlight=False)
             sched = data.get("schedule") or {}
             console.print("schedule: " + (f"installed, nightly at {sched['at']} ({sched['timezone']}): {', '.join(sched['files'])}"
                                           if sched.get("installed") else "not installed (`memvault schedule`)"), highlight=False)

@@ -176,7 +176,7 @@ class EmbeddingSettings(Section):
 
     model: str = Field(
         default="all-MiniLM-L6-v2-int8",
-        description="Embedding model: all-MiniLM-L6-v2-int8 (bundled, English-only: MiniLM with its weights quantised to int8, ~1.6× less CPU per text than all-MiniLM-L6-v2, recall within 0.001), all-MiniLM-L6-v2 (the same model in fp32: a home indexed before int8 became the default keeps it until `memvault reindex`), all-MiniLM-L6-v2-static (distilled from it: ~120× less CPU per text, slightly lower recall), or with `url` the server's model name (e.g. bge-m3); stored with the index, so a change needs `memvault reindex`",
+        description="Embedding model: all-MiniLM-L6-v2-int8 (bundled, English-only: MiniLM with its weights quantised to int8, ~1.6× less CPU per text than all-MiniLM-L6-v2, recall within 0.001), all-MiniLM-L6-v2 (the same model in fp32: a home indexed before int8 became the default keeps it until `memvault reindex`), all-MiniLM-L6-v2-static (distilled from it: ~120× less CPU per text, slightly lower recall), or with `url` the server's model name (e.g. bge-m3); stored with the index, so a change needs `memvault reindex`; chunks and topics use the int8 MiniLM whatever the model",
     )
     url: str | None = Field(
         default=None,

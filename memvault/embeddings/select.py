@@ -3,7 +3,7 @@ vectors always come from one embedder."""
 
 from typing import Any
 
-from memvault.embeddings.base import INT8_NAME, STATIC_NAME, Embedder
+from memvault.embeddings.base import INT8_NAME, MODEL_NAME, STATIC_NAME, Embedder
 from memvault.embeddings.http import HttpEmbedder
 from memvault.embeddings.minilm import MiniLMEmbedder
 from memvault.embeddings.static import StaticEmbedder
@@ -35,3 +35,28 @@ def query_embedder(settings: Any) -> Embedder:
     per core and its session.
     """
     return embedder_for(settings, threads=QUERY_THREADS, keep_session=False)
+
+
+
+def topic_embedder_for(settings: Any) -> Embedder | None:
+    """The embedder of the topic stages (chunk, cluster, synthesize) when it is not the home's
+    own (None: the home's embedder serves them too).
+
+    Their tables and thresholds were chosen on MiniLM's cosines: chunk_segment.py's learned
+    boundaries, `cluster.assign_similarity` and `group_similarity`. Another model's cosines fall
+    elsewhere: through them the no-model segmentation cut far worse (TIAGE test boundary F1
+    0.667 with the int8 MiniLM; 0.306 with the static table, 0.632 with all-mpnet-base-v2;
+    bench/README.md, "Topic segmentation"). And the ledger's chunk vectors and bucket centroids
+    outlive an embedder change, which would mix widths. So a home that embeds with anything but
+    MiniLM (int8 or fp32) keeps the bundled int8 MiniLM for its topics; the index and recall use
+    the configured embedder."""
+    if not topics_apart(settings):
+        return None
+    return MiniLMEmbedder(settings.embeddings.batch_size, quantized=True)
+
+
+def topics_apart(settings: Any) -> bool:
+    """Whether the home's topics are embedded by the bundled int8 MiniLM apart from its index
+    (the home embeds with another model than MiniLM: ``topic_embedder_for``)."""
+    e = settings.embeddings
+    return bool(e.url) or e.model not in (INT8_NAME, MODEL_NAME)

@@ -202,6 +202,7 @@ class Status(TypedDict):
     schedule: ScheduleState
     next_run: NextRun | None
     configured_embedding_model: str
+    topics_embedding_model: str  # chunks, clusters and synthesis (the bundled MiniLM when the index embeds otherwise)
     hook_daemon: dict[str, Any]
 
 

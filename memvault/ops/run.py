@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.runs.budget import Budget
-from memvault.embeddings.select import embedder_for
+from memvault.embeddings.select import embedder_for, topic_embedder_for
 from memvault.engines import make_engine
 from memvault.engines.base import Engine
 from memvault.lock import wait_for_drainer
@@ -91,9 +91,11 @@ def running(settings: Settings, stages: list[str], *, writes_vault: bool, paths:
             else build_engine(settings, model)
         log.info("run %s: stages %s; engine %s (%s)", run_id, ", ".join(stages), engine.name, reason)
         budget = Budget(settings.budget.max_tokens, settings.budget.max_seconds)
+        topics = topic_embedder_for(settings)
         ctx = StageContext(settings=settings, ledger=session.ledger, vault=session.vault,
                            embedder=cached(embedder_for(settings), settings.state_dir), run_id=run_id, engine=engine,
-                           extra_paths=paths, since=since, budget=budget)
+                           extra_paths=paths, since=since, budget=budget,
+                           topic_embedder=cached(topics, settings.state_dir) if topics is not None else None)
         run = Run(ctx, budget, reason, started)
         ctx.ledger.start_run(run_id, engine.name)
         try:
@@ -108,8 +110,10 @@ def _finish(run: Run) -> None:
     ctx = run.ctx
     report = build_report(ctx.run_id, ctx.engine.name, run.engine_reason, ctx.reports, ctx.touched_articles,
                           ctx.rejected, run.started, _now())
-    report["embedded_texts"] = ctx.embedder.texts  # what reached the model; the cache answered the rest
-    report["embedding_cache_hits"] = getattr(ctx.embedder, "hits", 0)
+    # What reached the models (the topic stages' MiniLM too, when the home embeds with another); the cache answered the rest.
+    embedders = [ctx.embedder, *([ctx.topic_embedder] if ctx.topic_embedder is not None else [])]
+    report["embedded_texts"] = sum(e.texts for e in embedders)
+    report["embedding_cache_hits"] = sum(getattr(e, "hits", 0) for e in embedders)
     report["budget"] = run.budget.summary()
     report["backlog"] = backlog(ctx.ledger, ctx.since, ctx.units_done, ctx.reports)
     ctx.ledger.finish_run(ctx.run_id, report["status"], report)

@@ -17,6 +17,8 @@ def gather_status(settings: Settings) -> Status:
     from memvault.runs.reports import latest_report
     from stores.ledger import Ledger
     from stores.nodes import NodeIndex, embedding_model
+    from memvault.embeddings.base import INT8_NAME, STATIC_NAME
+    from memvault.embeddings.select import topics_apart
     from stores.rows import LedgerCounts
     from stores.vault import Vault
 
@@ -56,6 +58,12 @@ def gather_status(settings: Settings) -> Status:
             f"the node index was built by `{configured}` before `{default_embeddings(settings).embeddings.model}` became "
             "the default; this home keeps it (memvault.toml names no model) — `memvault reindex` moves it to the "
             "default (about 1.6× less CPU per text when indexing; the old index serves until it is done)")
+    if configured == STATIC_NAME:
+        warnings.append(
+            "the prompt hook decides on the index's cosines with thresholds chosen on MiniLM's; the static table's run "
+            "high and on the bench it let in 68 % of unrelated prompts (no threshold kept both ≤ 2 % of them and ≥ 95 % "
+            "of answerable ones: bench/README.md, \"The live path's hooks\") — where agents' prompts are recalled, "
+            "prefer the default embedder (`memvault reindex` after removing `model` from [embeddings])")
     engine_in_use, schedule, next_run = _operations(settings)
     status: Status = {
         "home": str(settings.home), "engine": settings.engine, "conversations": counts.conversations,
@@ -63,6 +71,7 @@ def gather_status(settings: Settings) -> Status:
         "nodes": index.nodes, "last_run": last_run, "warnings": warnings, "engine_in_use": engine_in_use,
         "index_uri": index.uri, "index_bytes": index.bytes, "embedding_model": index.model, "schedule": schedule,
         "next_run": next_run, "configured_embedding_model": configured,
+        "topics_embedding_model": INT8_NAME if topics_apart(settings) else configured,
         "hook_daemon": hookd_client.status(settings.home)}
     if note is not None:
         status["note"] = note

@@ -111,7 +111,7 @@ def chunk_conversation(ctx: StageContext, cid: str) -> int:
     """Chunk the not-yet-chunked tail of one conversation; returns the number of chunks."""
     done = ctx.ledger.chunked_message_ids(cid)
     fresh = [m for m in ctx.ledger.active_thread(cid) if m.native_id not in done]
-    planned = plan_chunks(fresh, ctx.embedder, ctx.settings.chunk)
+    planned = plan_chunks(fresh, ctx.topics, ctx.settings.chunk)
     for msgs, centroid in planned:
         first_user = next((m.text for m in msgs if m.role == "user"), msgs[0].text)
         _save(ctx, cid, msgs, label(strip_noise(first_user)), centroid)
@@ -182,7 +182,7 @@ def chunk_with_model(ctx: StageContext, cid: str, prompt: Prompt) -> tuple[int, 
         ctx.ledger.record_unit_result("chunk", cid, prompt.hash, "fallback", why, ctx.run_id)
         return n, "fallback", why
     if chunks:
-        vectors = ctx.embedder.embed([render(msgs)[:EMBED_CHARS] for msgs, _ in chunks])
+        vectors = ctx.topics.embed([render(msgs)[:EMBED_CHARS] for msgs, _ in chunks])
         for (msgs, name), vector in zip(chunks, vectors):
             _save(ctx, cid, msgs, name or label(msgs[0].text), vector)
     ctx.ledger.record_unit_result("chunk", cid, prompt.hash, "model", "; ".join(notes) or None, ctx.run_id)

@@ -52,7 +52,7 @@ class ClusterResult(ModelStageResult):
 
     omit_when_none: ClassVar[frozenset[str]] = frozenset(
         {"model", "proposed", "fallbacks", "fallback", "unasked", "prompt_hash", "fallback_assigned", "stopped",
-         "kept_apart", "low_content", "waiting_reasons"})
+         "kept_apart", "low_content", "waiting_reasons", "reembedded"})
     chunks: int = 0
     assigned: int = 0
     waiting: int = 0
@@ -74,6 +74,8 @@ class ClusterResult(ModelStageResult):
     # leftovers too low in content to found a bucket (both only when there are any).
     kept_apart: int | None = None
     low_content: int | None = None
+    # Chunks of another width re-embedded by the topic stages' model first (refit_widths; only when any).
+    reembedded: int | None = None
 
 
 @dataclass
@@ -161,6 +163,30 @@ def adopt_proposals(run: ClusterPass, vectors: dict[str, np.ndarray]) -> None:
         log.info("proposed bucket %s created from %d chunks", name, len(members))
 
 
+def refit_widths(ctx: StageContext) -> int:
+    """Re-embed, with the topic stages' model, the chunks a model of another width embedded
+    (a home whose topics an earlier memvault embedded with its index's model: the static
+    table, a server), and recompute the centroids of their buckets from them — so a centroid
+    and a chunk are never of two widths. One transaction; returns the chunks re-embedded."""
+    ledger, topics = ctx.ledger, ctx.topics
+    stale = ledger.chunks_of_other_width(topics.dim)
+    buckets = [b for b in ledger.buckets(include_forgotten=True) if b.centroid and len(b.centroid) != topics.dim]
+    if not stale and not buckets:
+        return 0
+    vectors = topics.embed([text for _, text in stale]) if stale else np.zeros((0, topics.dim), dtype=np.float32)
+    with ledger.transaction():
+        ledger.set_chunk_vectors({cid: v.astype(float).tolist() for (cid, _), v in zip(stale, vectors)})
+        members = ledger.bucket_member_vectors([b.name for b in buckets])
+        words = [b for b in buckets if b.name not in members]  # no chunk yet (added by hand): its own words
+        own = dict(zip([b.name for b in words], topics.embed([f"{b.name}. {b.description}" for b in words]))) if words else {}
+        for b in buckets:
+            mean = np.asarray(members[b.name], dtype=np.float32).mean(axis=0) if b.name in members else own[b.name]
+            ledger.upsert_bucket(b.name, b.description, (mean / (np.linalg.norm(mean) or 1.0)).astype(float).tolist(), b.size)
+    log.info("cluster: %d chunks and %d bucket centroids re-embedded with %s (%d wide)",
+             len(stale), len(buckets), topics.name, topics.dim)
+    return len(stale)
+
+
 def run_cluster(ctx: StageContext) -> ClusterResult:
     """Assign unassigned chunks to buckets (article topics), creating buckets with enough support.
 
@@ -172,12 +198,13 @@ def run_cluster(ctx: StageContext) -> ClusterResult:
     """
     ledger = ctx.ledger
     flush_bucket_pages(ctx)  # finish an interrupted run's Buckets.md write first
+    reembedded = refit_widths(ctx)
     # Forgotten buckets count as recorded: one a person re-adds to Buckets.md is not re-embedded.
     recorded = {b.name for b in ledger.buckets(include_forgotten=True)}
     # Buckets written into Meta/Buckets.md by hand get a centroid from their own words.
     hand = {n: d for n, d in BucketsPage(ctx.vault).read().items() if n not in recorded}
     if hand:
-        vecs = ctx.embedder.embed([f"{n}. {d}" for n, d in hand.items()])
+        vecs = ctx.topics.embed([f"{n}. {d}" for n, d in hand.items()])
         for (name, desc), vec in zip(hand.items(), vecs):
             ledger.upsert_bucket(name, desc, vec.astype(float).tolist(), 0)
     pending = [(cid, np.array(v, dtype=np.float32)) for cid, v in ledger.unassigned_chunks(since=ctx.since)]
@@ -203,6 +230,7 @@ def run_cluster(ctx: StageContext) -> ClusterResult:
     result.waiting_reasons = write_waiting_page(ctx) if not stopped else None
     result.stopped = stopped or None
     result.kept_apart, result.low_content = len(run.kept_apart) or None, run.low_content or None
+    result.reembedded = reembedded or None
     for name, value in ctx.stage_cost("cluster").items():
         setattr(result, name, value)
     ctx.units_done["cluster"] = result.assigned

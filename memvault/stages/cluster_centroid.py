@@ -218,7 +218,7 @@ def _found_bucket(run: ClusterPass, members: Pending, vecs: np.ndarray, texts: l
     """A new bucket for a group of chunks (``vecs`` their vectors, in order): named, described,
     stored with its members; its name joins ``taken``."""
     ctx, ledger = run.ctx, run.ledger
-    name = name_group(texts, background, taken, titles, similarity_to(ctx.embedder, unit_mean(vecs)),
+    name = name_group(texts, background, taken, titles, similarity_to(ctx.topics, unit_mean(vecs)),
                       [run.project(cid) for cid, _ in members])
     taken.add(name.casefold())
     terms = keywords(texts, background, n=5, titles=titles)

@@ -35,6 +35,7 @@ class StageContext:
     embedder: Embedder
     run_id: str
     engine: Engine = field(default_factory=NoneEngine)  # NoneEngine: no model, the no-model paths
+    topic_embedder: Embedder | None = None  # the topic stages' embedder when not `embedder` (select.topic_embedder_for)
     extra_paths: list[Path] = field(default_factory=list)  # ad hoc `memvault ingest PATH`
     since: datetime | None = None  # model-backed stages take only conversations updated since then
     budget: Budget | None = None  # None means unlimited (tests calling stages directly)
@@ -49,6 +50,12 @@ class StageContext:
     # The report of each stage run so far, by name (its `seconds` and `status` added by the
     # flow): the changelog's digest and the run report read them.
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def topics(self) -> Embedder:
+        """The embedder of chunk vectors, bucket centroids and synthesis (`embedder` unless the
+        home embeds with another model than MiniLM: memvault.embeddings.select.topic_embedder_for)."""
+        return self.topic_embedder if self.topic_embedder is not None else self.embedder
 
     @property
     def uses_model(self) -> bool:

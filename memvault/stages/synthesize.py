@@ -57,7 +57,7 @@ def synthesize_bucket(ctx: StageContext, bucket: str, chunk_ids: list[str], shor
     background = [c.text for c in chunks] + ledger.assigned_chunk_texts(200)
     anchors = write_conversation_pages(ctx, chunks, shorts)
     new = compose_article(previous, bucket, chunks, background, shorts, ctx.settings.synthesize.sentences_per_chunk,
-                          ctx.embedder, anchors, _stored_vectors(ctx, chunk_ids))
+                          ctx.topics, anchors, _stored_vectors(ctx, chunk_ids))
     return str(path), previous, new
 
 
@@ -67,7 +67,7 @@ def _stored_vectors(ctx: StageContext, chunk_ids: list[str]) -> np.ndarray | Non
     chunks' texts again (a ninth of a no-model run's model tokens, bench/index_rate.py)."""
     stored = ctx.ledger.chunk_vectors(chunk_ids)
     rows = [stored.get(c) for c in chunk_ids]
-    if not rows or any(r is None or len(r) != ctx.embedder.dim for r in rows):
+    if not rows or any(r is None or len(r) != ctx.topics.dim for r in rows):
         return None
     matrix = np.asarray(rows, dtype=np.float32)
     unit: np.ndarray = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)

@@ -42,3 +42,25 @@ def test_a_request_of_another_shape_is_refused_with_a_reason(url):
     assert bad.status_code == 400 and "input" in bad.json()["error"]["message"]
     missing = httpx.post(url.replace("/v1", "/v2/embeddings"), json={"input": ["x"]}, timeout=30)
     assert missing.status_code == 404
+
+
+def test_the_benches_embed_through_the_server_the_product_settings_name(url, tmp_path, monkeypatch):
+    from bench import chunk_quality, prompt_precision
+    from memvault.config.settings import load_settings
+
+    # The segmentation benches read the product's environment, as `memvault run` would.
+    monkeypatch.setenv("MEMVAULT_EMBEDDINGS__URL", url)
+    monkeypatch.setenv("MEMVAULT_EMBEDDINGS__MODEL", "all-MiniLM-L6-v2")
+    segmenting = chunk_quality.cached_embedder(tmp_path / "seg.pkl")
+    assert isinstance(segmenting.inner, HttpEmbedder)
+    # The prompt benches read the home's settings; the cache keeps what the server answered.
+    asking = prompt_precision.cached_embedder(load_settings(tmp_path / "home"), tmp_path / "q.pkl")
+    vectors = asking.embed(TEXTS[:2])
+    asking.save()
+    assert isinstance(asking.inner, HttpEmbedder)
+    sent = asking.inner.requests
+    np.testing.assert_array_equal(asking.embed(TEXTS[:2]), vectors)
+    assert asking.inner.requests == sent and (tmp_path / "q.pkl").is_file()  # embedded once, kept
+    np.testing.assert_allclose(segmenting.embed(TEXTS[:2]), vectors, atol=1e-5)
+    monkeypatch.delenv("MEMVAULT_EMBEDDINGS__URL")
+    assert chunk_quality.cached_embedder(None).inner is None  # unset: the bundled MiniLM

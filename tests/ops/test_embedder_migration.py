@@ -183,3 +183,87 @@ def test_a_model_the_settings_name_is_never_replaced(ingested: Path, monkeypatch
     assert named.embeddings.model == INT8_NAME and not named.embeddings.kept_from_index
     monkeypatch.setenv("MEMVAULT_EMBEDDINGS__MODEL", INT8_NAME)
     assert load_settings(ingested).embeddings.model == INT8_NAME
+
+
+
+def test_a_home_that_embeds_with_another_model_keeps_minilm_for_its_topics() -> None:
+    from memvault.embeddings import STATIC_NAME
+    from memvault.embeddings.select import topic_embedder_for
+
+    assert topic_embedder_for(Settings()) is None  # MiniLM (int8 or fp32) serves index and topics alike
+    assert topic_embedder_for(Settings(embeddings={"model": FP32_MODEL})) is None
+    for other in ({"model": STATIC_NAME}, {"url": "http://127.0.0.1:9/v1", "model": "bge-m3"}):
+        topics = topic_embedder_for(Settings(embeddings=other))
+        assert topics is not None and topics.name == INT8_NAME, other
+
+
+def test_status_says_which_model_embeds_the_topics(ingested: Path) -> None:
+    from memvault.embeddings import STATIC_NAME
+
+    default = gather_status(load_settings(ingested))
+    assert default["topics_embedding_model"] == default["configured_embedding_model"] == INT8_NAME
+    static = gather_status(load_settings(ingested, embeddings={"model": STATIC_NAME}))
+    assert (static["configured_embedding_model"], static["topics_embedding_model"]) == (STATIC_NAME, INT8_NAME)
+    assert any("prompt hook" in w for w in static["warnings"]) and not any("prompt hook" in w for w in default["warnings"])
+
+
+def test_a_run_with_a_server_chunks_with_minilm_and_indexes_with_the_server(ingested: Path, embedder) -> None:
+    from memvault.ops.run import running
+    from memvault.stages.chunk import plan_chunks, run_chunk
+    from memvault.stages.index import run_index
+
+    with fake_embeddings_server(FakeServer(dim=24)) as a:
+        settings = _settings(ingested, a.url, "model-a")
+        with running(settings, ["chunk", "index"], writes_vault=False, paths=[]) as run:
+            assert run.ctx.topic_embedder is not None and run.ctx.topics.name == INT8_NAME
+            run_chunk(run.ctx)
+            assert a.requests == 0, "the topics are the bundled MiniLM's, not the server's"
+            [cid] = run.ctx.ledger.conversation_ids()
+            planned = plan_chunks(run.ctx.ledger.active_thread(cid), embedder, settings.chunk)
+            vectors = run.ctx.ledger.unassigned_chunks()
+            run_index(run.ctx)
+            counted = (run.ctx.embedder.texts, run.ctx.topic_embedder.texts)
+        assert a.requests > 0
+    # The chunks are MiniLM's (its cuts, its vectors); the index is the server's.
+    assert len(vectors) == len(planned) and all(len(v) == 384 for _, v in vectors)
+    assert NodeIndex.open_stored(settings).dim == 24
+    assert counted[0] > 0 and counted[1] == len(TURNS) // 2  # the three exchanges, once
+    assert run.report["embedded_texts"] == sum(counted)  # the report counts both
+
+
+def test_topics_an_older_memvault_embedded_with_the_server_are_re_embedded_before_clustering(ingested: Path, embedder) -> None:
+    import numpy as np
+
+    from memvault.embeddings.select import embedder_for
+    from memvault.stages.chunk import run_chunk
+    from memvault.stages.cluster import run_cluster
+    from memvault.stages.context import StageContext
+    from stores.vault import Vault
+
+    with fake_embeddings_server(FakeServer(dim=24)) as a:
+        settings = _settings(ingested, a.url, "model-a")
+        ledger = Ledger(settings.ledger_path)
+        try:
+            # As before topic_embedder_for: the server's vectors were the chunks' and the buckets'.
+            old = StageContext(settings=settings, ledger=ledger, vault=Vault(ingested), embedder=embedder_for(settings),
+                               run_id="run-old")
+            run_chunk(old)
+            [(first, v), *rest] = ledger.unassigned_chunks()
+            assert len(v) == 24
+            ledger.upsert_bucket("Backups", "postgres backups", v, 1)
+            ledger.assign(first, "Backups", 1.0, "run-old")
+            ledger.upsert_bucket("Tokyo office", "meetings at the Tokyo office", [1.0] + [0.0] * 23, 0)  # by hand
+            new = StageContext(settings=settings, ledger=ledger, vault=Vault(ingested), embedder=embedder_for(settings),
+                               run_id="run-new", topic_embedder=embedder)
+            result = run_cluster(new)  # before: a matmul of 384 against 24 stopped the run here
+            assert result.reembedded == 1 + len(rest)
+            assert ledger.chunks_of_other_width(384) == []
+            centroids = {b.name: np.asarray(b.centroid) for b in ledger.buckets()}
+            assert all(len(c) == 384 for c in centroids.values())
+            mine = np.asarray(ledger.chunk_vectors([first])[first])
+            np.testing.assert_allclose(centroids["Backups"], mine / np.linalg.norm(mine), atol=1e-5)
+            words = embedder.embed(["Tokyo office. meetings at the Tokyo office"])[0]
+            np.testing.assert_allclose(centroids["Tokyo office"], words / np.linalg.norm(words), atol=1e-5)
+            assert run_cluster(new).reembedded is None  # once
+        finally:
+            ledger.close()
