@@ -37,7 +37,6 @@ def query_embedder(settings: Any) -> Embedder:
     return embedder_for(settings, threads=QUERY_THREADS, keep_session=False)
 
 
-
 def topic_embedder_for(settings: Any) -> Embedder | None:
     """The embedder of the topic stages (chunk, cluster, synthesize) when it is not the home's
     own (None: the home's embedder serves them too).
