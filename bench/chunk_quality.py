@@ -198,10 +198,8 @@ def starts_of(chunks: list[list[Any]]) -> list[int]:
 class Segmenter:
     """One engine's path through memvault.stages.chunk, conversation by conversation."""
 
-    def __init__(self, engine_name: str, settings: Any, embedder: Any, replies: dict[str, list[str]],
-                 segmenter: Any = None) -> None:
+    def __init__(self, engine_name: str, settings: Any, embedder: Any, replies: dict[str, list[str]]) -> None:
         self.name, self.settings, self.embedder, self.replies = engine_name, settings, embedder, replies
-        self.segmenter = segmenter  # as StageContext.topic_embedder: the embedder plan_chunks gets when set
         self.fallbacks: list[dict[str, str]] = []
         self.engine: Any = None
         self.prompt: Any = None
@@ -223,7 +221,7 @@ class Segmenter:
 
         messages = rows(conv)
         if self.name == "none":
-            return starts_of([msgs for msgs, _ in plan_chunks(messages, self.segmenter or self.embedder, self.settings.chunk)])
+            return starts_of([msgs for msgs, _ in plan_chunks(messages, self.embedder, self.settings.chunk)])
         from memvault.engines.base import EngineError
         from memvault.engines.fake import FakeEngine
 
@@ -238,7 +236,7 @@ class Segmenter:
             chunks, why = None, f"no recorded reply ({exc})"
         if chunks is None:
             self.fallbacks.append({"conversation": conv["id"], "reason": why or ""})
-            return starts_of([msgs for msgs, _ in plan_chunks(messages, self.segmenter or self.embedder, self.settings.chunk)])
+            return starts_of([msgs for msgs, _ in plan_chunks(messages, self.embedder, self.settings.chunk)])
         return starts_of([msgs for msgs, _ in chunks])
 
 
@@ -269,7 +267,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("name at least one --data FILE or --set NAME")
 
     from memvault.config.settings import load_settings
-    from memvault.embeddings.select import topic_embedder_for
 
     sets = [(str(path), load(path, args.split)) for path in args.data]
     sets += [(name, halves(load_set(name, args.cache), args.split, name)) for name in args.sets]
@@ -278,21 +275,17 @@ def main(argv: list[str] | None = None) -> int:
             recorded = replay_replies(name.split(":", 1)[1])
             sets = [(label, [c for c in convs if c["id"] in recorded]) for label, convs in sets]
     replies = json.loads(args.replies.read_text(encoding="utf-8")) if args.replies else {}
-    embedder = cached_embedder(args.embed_cache)
+    # As the chunk stage: the bundled MiniLM cuts whatever the home embeds with (select.topic_embedder_for).
+    embedder = cached_embedder(args.embed_cache, bundled=not args.home_embedder_decides)
     out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(args.home or tmp)
-        segmenter = None if args.home_embedder_decides or topic_embedder_for(settings) is None else \
-            cached_embedder(args.embed_cache.with_name(f"{args.embed_cache.stem}-segmenter.pkl") if args.embed_cache else None,
-                            bundled=True)
         for label, convs in sets:
             out[label] = {}
             for name in args.engine or ["none"]:
-                out[label][name] = run_engine(Segmenter(name, settings, embedder, replies, segmenter), convs,
-                                              args.per_conversation)
-    for used in (embedder, segmenter):
-        if used is not None and used.computed:  # nothing new: leave the file to any other run
-            used.save()
+                out[label][name] = run_engine(Segmenter(name, settings, embedder, replies), convs, args.per_conversation)
+    if embedder.computed:  # nothing new: leave the file to any other run
+        embedder.save()
     if args.json:
         print(json.dumps(out))
         return 0
@@ -313,7 +306,7 @@ def cached_embedder(path: Path | None, bundled: bool = False) -> Any:
     (``MEMVAULT_EMBEDDINGS__URL`` and ``MEMVAULT_EMBEDDINGS__MODEL`` for a server, or the model
     ``all-MiniLM-L6-v2-static``); with ``path``, vectors are kept by text hash across runs (one
     cache file per embedder). ``bundled``: the int8 MiniLM whatever the environment names (the
-    segmenter of a home that embeds with another model)."""
+    chunk stage's embedder of a home that embeds with another model)."""
     from bench.recall_quality import CachedEmbedder
     from memvault.config.settings import load_settings
     from memvault.embeddings.base import STATIC_NAME
