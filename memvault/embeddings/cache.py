@@ -88,3 +88,30 @@ class CachedEmbedder:
     def embed_one(self, text: str) -> np.ndarray:
         vector: np.ndarray = self.embed([text])[0]
         return vector
+
+
+class MemoryStore:
+    """A ``VectorStore`` in memory holding the ``max_items`` texts used last (a warm process's
+    cache: the prompt hook's daemon meets the same recalled turns prompt after prompt)."""
+
+    def __init__(self, max_items: int = 4_096) -> None:
+        from collections import OrderedDict
+
+        self.max_items = max_items
+        self._items: "OrderedDict[bytes, np.ndarray]" = OrderedDict()
+
+    def get_many(self, keys: list[bytes], dim: int) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        for k in keys:
+            v = self._items.get(k)
+            if v is not None and v.shape[-1] == dim:
+                self._items.move_to_end(k)
+                found[k] = v
+        return found
+
+    def put_many(self, items: list[tuple[bytes, np.ndarray]]) -> None:
+        for k, v in items:
+            self._items[k] = v
+            self._items.move_to_end(k)
+        while len(self._items) > self.max_items:
+            self._items.popitem(last=False)

@@ -217,6 +217,10 @@ class Signals(NamedTuple):
     agree: bool
     in_project: bool = False
     top_cos: float = 0.0  # the best cosine of any node of the home outside the prompt's own session
+    # Set when the cosines were measured by this bundled model over the evidence units, not
+    # read from the index (whose embedder's cosines the thresholds were not chosen on);
+    # ``top_cos`` is then the best of the units shown.
+    cosines_by: str = ""
 
     @property
     def margin(self) -> float:
@@ -237,7 +241,8 @@ def decide(s: Signals, p: GateParams) -> tuple[bool, list[str]]:
         f"IDF mass {s.idf_mass:.1f} in this home",
         f"the best of the top {p.weigh} evidence units: cosine {s.cos:.3f}, and it holds {s.coverage:.0%} of that mass "
         "(a date word counts when the unit's date matches)",
-        f"the closest node of the home (any kind, not of this session): cosine {s.top_cos:.3f}",
+        (f"the closest of the evidence units: cosine {s.top_cos:.3f}" if s.cosines_by else
+         f"the closest node of the home (any kind, not of this session): cosine {s.top_cos:.3f}"),
         f"evidence = unit cosine {s.cos:.3f} + {p.w_top:g} × top cosine {s.top_cos:.3f} + {p.w_coverage:g} × coverage "
         f"{s.coverage:.3f} = {score:.3f}, threshold {p.min_evidence:.3f}: {verdict}"
         + (f" (and the unit cosine needs ≥ {p.min_cos:.2f})" if p.min_cos > 0 else ""),
@@ -245,6 +250,9 @@ def decide(s: Signals, p: GateParams) -> tuple[bool, list[str]]:
         + (f" (needs ≥ {p.min_margin:+.3f})" if p.min_margin > -1.0 else " (shown, not required)"),
         "the lexical and vector lists agree on it" if s.agree else "the lexical and vector lists do not agree on it",
     ]
+    if s.cosines_by:
+        reasons.insert(1, f"cosines measured by the bundled {s.cosines_by} over the recalled units' texts: the "
+                          "thresholds were chosen on its cosines, not on those of the index's embedder")
     if s.in_project:
         reasons.append("it comes from the project the prompt is made in (project prior applied)")
     inject = score >= p.min_evidence and s.cos >= p.min_cos and s.margin >= p.min_margin

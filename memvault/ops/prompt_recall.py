@@ -30,6 +30,7 @@ from memvault.live.prompt_gate import (SERVE_TIMEOUT_S, GateParams, Signals, bou
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from memvault.embeddings.base import Embedder
     from memvault.ops.memory import MemoryService
     from memvault.ops.results import PromptRecallAnswer
     from memvault.recall.evidence import Shape
@@ -39,6 +40,8 @@ DF_REFRESH_S = 600.0  # document frequencies are recounted at most this often, a
 BACKGROUND_FROM = 10  # the vector list from this rank on is the prompt's background
 AGREE_DEPTH = 10  # both lists put a unit this high: they agree on it
 _DF: "weakref.WeakKeyDictionary[Any, tuple[float, int, dict[str, int], int]]" = weakref.WeakKeyDictionary()
+_GATE: "weakref.WeakKeyDictionary[Any, tuple[Any, Embedder | None]]" = weakref.WeakKeyDictionary()
+UNIT_TEXT_MAX = 2_000  # characters of a unit the bundled MiniLM reads (it keeps 256 tokens anyway)
 
 
 class PromptAnswer(NamedTuple):
@@ -160,6 +163,7 @@ def measure(service: "MemoryService", query: str, cwd: str | None = None, sessio
     top_cos = max((c.cos for c in cands if c.vector_rank is not None and c.cos is not None
                    and not (own and (c.doc or (rows.get(c.id) or {}).get("doc")) == own)), default=0.0)
     units: list[tuple[Any, dict[str, Any], float]] = []
+    bundled = _gate_embedder(service)
     for s in scored:
         row = rows[s.id]
         if row.get("kind") in ("conversation", "exchange") or (own and row.get("doc") == own):
@@ -170,13 +174,18 @@ def measure(service: "MemoryService", query: str, cwd: str | None = None, sessio
         if any(_nested(row, other) for _, other, _ in units):
             continue  # an article, its section and its paragraph say one thing once
         c = s.candidate
-        cos = c.cos if c.cos is not None else (float(c.vector @ qv) if c.vector is not None else 0.0)
+        if bundled is not None or c.cos is not None:
+            cos = c.cos or 0.0  # with ``bundled``, measured below
+        else:
+            cos = float(c.vector @ qv) if c.vector is not None and qv is not None else 0.0
         units.append((s, row, cos))
         if len(units) == max(units_max, weigh):
             break
     if not units:
         return ("no recalled node can stand as evidence (only greetings, headings "
                 "or turns of this session matched)")
+    if bundled is not None:
+        units, top_cos, background = _bundled_cosines(bundled, query, units, weigh)
     df, docs = _document_frequencies(service)
     words = content_words(query)
     weighed = units[:weigh]
@@ -187,8 +196,54 @@ def measure(service: "MemoryService", query: str, cwd: str | None = None, sessio
     agree = any((s.candidate.vector_rank or 999) <= AGREE_DEPTH and (s.candidate.fts_rank or 999) <= AGREE_DEPTH
                 for s, _, _ in weighed)
     signals = Signals(tuple(words), shares[0][1], max(share for share, _ in shares), best_cos, background, agree,
-                      any(s.candidate.in_project for s, _, _ in weighed), top_cos)
+                      any(s.candidate.in_project for s, _, _ in weighed), top_cos,
+                      bundled.name if bundled is not None else "")
     return signals, units
+
+
+def warm(service: "MemoryService") -> None:
+    """Load the models a prompt will need (a warm process's first hook then pays for none):
+    the index's query embedder and, for a home whose index embeds with another model than
+    MiniLM, the bundled MiniLM the decision measures with. Trouble is left to the first prompt."""
+    from memvault.errors import MemvaultError
+    from stores.nodes import NodeIndex
+
+    try:
+        if NodeIndex.exists(service.settings):
+            _ = service.nodes  # opened first: an index of another embedder may switch the embedder
+        if service.vectors:
+            service.embedder.embed_one("memvault")
+        bundled = _gate_embedder(service)
+        if bundled is not None:
+            bundled.embed(["memvault"])
+    except (MemvaultError, ValueError, RuntimeError, OSError):
+        return  # a hint only: the first prompt's recall reports what is wrong
+
+
+def _gate_embedder(service: "MemoryService") -> "Embedder | None":
+    """The bundled MiniLM when the index's cosines are not MiniLM's (``gate_embedder_for``),
+    one per service (its cache of the units' vectors lives as long as the warm process)."""
+    from memvault.embeddings.select import gate_embedder_for
+
+    embedder = service.embedder if service.vectors else None
+    held = _GATE.get(service)
+    if held is None or held[0] is not embedder:
+        held = (embedder, gate_embedder_for(embedder))
+        _GATE[service] = held
+    return held[1]
+
+
+def _bundled_cosines(bundled: "Embedder", query: str, units: list[tuple[Any, dict[str, Any], float]], weigh: int
+                     ) -> tuple[list[tuple[Any, dict[str, Any], float]], float, float]:
+    """The units with their cosines to ``query`` as ``bundled`` measures them (their texts and
+    the query embedded together), the best of them (the top cosine), and the mean of those
+    past the first ``weigh`` (the background)."""
+    texts = [query] + [str(row.get("text") or "")[:UNIT_TEXT_MAX] for _, row, _ in units]
+    vectors = bundled.embed(texts)
+    cosines = [float(x) for x in vectors[1:] @ vectors[0]]
+    tail = cosines[weigh:] or cosines[-1:]
+    return ([(s, row, cos) for (s, row, _), cos in zip(units, cosines)], max(cosines),
+            sum(tail) / len(tail))
 
 
 def _conversation_row(row: dict[str, Any], rows: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -179,7 +179,9 @@ def run(home: str, idle_s: float | None = None) -> int:
 
     threading.Thread(target=drain_loop.drain_loop, args=(shared, daemon.stop), name="memvault-drain", daemon=True).start()
     # The model and the search indexes load now, so the first hook after start is warm too.
-    threading.Thread(target=lambda: shared.call(lambda s: s.embedder.embed_one("memvault")), daemon=True).start()
+    from memvault.ops.prompt_recall import warm
+
+    threading.Thread(target=lambda: shared.call(warm), daemon=True).start()
     why = "stopped"
     try:
         why = daemon.serve(server)

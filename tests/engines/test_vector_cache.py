@@ -66,3 +66,17 @@ def test_a_broken_cache_file_is_skipped_not_fatal(tmp_path: Path, caplog) -> Non
 def test_keys_differ_by_embedder_and_text() -> None:
     assert text_key("m", "a") != text_key("n", "a") != text_key("m", "b")
     assert len(text_key("m", "a")) == 20
+
+
+def test_the_memory_store_keeps_the_texts_used_last() -> None:
+    from memvault.embeddings.cache import CachedEmbedder, MemoryStore
+
+    inner = Counting()
+    e = CachedEmbedder(inner, MemoryStore(max_items=2))
+    e.embed(["a cat", "a dog"])
+    e.embed(["a cat"])  # now the dog is the one used longest ago
+    e.embed(["a bird"])
+    assert inner.seen == ["a cat", "a dog", "a bird"] and e.hits == 1
+    got = e.embed(["a cat", "a dog"])
+    assert inner.seen[-1:] == ["a dog"] and e.hits == 2
+    assert np.allclose(got, Counting().embed(["a cat", "a dog"]))

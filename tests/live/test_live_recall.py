@@ -12,11 +12,13 @@ from typer.testing import CliRunner
 
 from memvault.cli import app
 from memvault.hygiene.noise import strip_memory_blocks
+from memvault.live.prompt_gate import GateParams
 from tests.live.test_live_capture import MEMVAULT, child_env, settings_of
 
 runner = CliRunner()
 RELATED = "which NOAA station does tidepool use by default?"
 UNRELATED = "write a haiku about autumn leaves"
+GATE = GateParams()
 
 
 def prompt_hook(home: Path, prompt: str, cwd: str = "/tmp") -> subprocess.CompletedProcess:
@@ -266,3 +268,32 @@ def test_http_takes_the_scope_and_answers_the_prompt_hook(demo_copy: Path, embed
     assert client.get("/prompt-recall", params={"q": UNRELATED}).json()["block"] == ""
     assert "9414750" in client.get("/prompt-recall", params={"q": RELATED}).json()["block"]
     assert client.get("/get", params={"ids": "feedface"}).status_code == 404
+
+
+def test_a_static_home_decides_on_minilm_cosines(demo_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate's threshold was chosen on MiniLM's cosines; the static table's run high (on the
+    bench they let in 68 % of unrelated prompts). A home indexed with the table ranks with it
+    and measures the decision's cosines with the bundled MiniLM."""
+    from memvault.config.settings import load_settings
+    from memvault.embeddings import INT8_NAME, STATIC_NAME
+    from memvault.ops.memory import MemoryService
+    from memvault.ops.prompt_recall import evaluate
+    from memvault.ops.reindex import rebuild_index
+
+    monkeypatch.setenv("MEMVAULT_HOOKD", "off")
+    minilm = evaluate(MemoryService(load_settings(demo_copy)), RELATED)
+    assert minilm.injected and minilm.signals is not None and minilm.signals.cosines_by == ""
+    settings = load_settings(demo_copy, embeddings={"model": STATIC_NAME})
+    rebuild_index(settings)
+    service = MemoryService(settings)
+    assert service.embedder.name == STATIC_NAME and service.vectors
+    loud = evaluate(service, RELATED)
+    assert loud.injected and "9414750" in loud.block
+    assert loud.signals is not None and loud.signals.cosines_by == INT8_NAME
+    assert any(f"measured by the bundled {INT8_NAME}" in r for r in loud.reasons)
+    for prompt in (UNRELATED, "suggest ten push notification messages for a shop that sells blankets",
+                   "plan a weekly exercise routine with one rest day in between"):
+        quiet = evaluate(service, prompt)
+        assert not quiet.injected and quiet.signals is not None, prompt
+        # Read on the table's own cosines, the last two score 1.29 and 1.23 (measured 2026-12-07).
+        assert quiet.signals.evidence(GATE) < GATE.min_evidence - 0.2, (prompt, quiet.signals)
