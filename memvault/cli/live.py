@@ -166,6 +166,8 @@ def note(
         def show() -> None:
             if result["queued"]:
                 console.print(f"queued {result['cite']}: {result['note']}", highlight=False)
+            elif result.get("note"):
+                console.print(f"remembered {result['cite']}: {result['note']}", highlight=False)
             else:
                 console.print(f"remembered {result['cite']} (recallable now; in the wiki after the next run)",
                               highlight=False)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.live import spool
-from memvault.errors import LockedError, MemvaultError
+from memvault.errors import EmbedderMismatchError, LockedError, MemvaultError
 from memvault.failpoints import failpoint
 from memvault.ids import short_ids
 from memvault.lock import DRAIN_COMMAND, writer_lock
@@ -154,12 +154,19 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
                     result.errors += [f"{e.file}:{e.line or '-'}: {e.error}" for e in ingested.errors]
                     failpoint("drain", "ingested")
                     if ingested.newly_ignored:
-                        nodes = NodeIndex.open_or_create(settings)
+                        nodes = _live_index(settings)
                         nodes.delete_docs([f"conv:{c}" for c in ingested.newly_ignored])
                         ledger.clear_indexed(ingested.newly_ignored)
                 result.notes = store_notes(ledger, notes)
-                nodes = NodeIndex.open_or_create(settings, embedder=embedder)
-                result.conversations_indexed, result.nodes_written = index_conversations(ledger, nodes, embedder, settings)
+                try:
+                    nodes = NodeIndex.open_or_create(settings, embedder=embedder)
+                except EmbedderMismatchError as exc:
+                    # As the run's index stage: the old index keeps serving as it is and the
+                    # conversations stay unmarked, so `memvault reindex` indexes them.
+                    result.errors.append(f"captured into the ledger, not indexed: {exc}")
+                else:
+                    result.conversations_indexed, result.nodes_written = index_conversations(ledger, nodes, embedder,
+                                                                                             settings)
             finally:
                 ledger.close()
         except Exception as exc:
@@ -170,6 +177,14 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
     for err in result.errors:
         spool.log_line(state, f"drain: {err}")
     return result
+
+
+def _live_index(settings: Settings) -> NodeIndex:
+    """The live index to delete from, whichever embedder built it (deleting mixes no vectors)."""
+    try:
+        return NodeIndex.open_or_create(settings)
+    except EmbedderMismatchError:
+        return NodeIndex.open_stored(settings)
 
 
 def run_drainer(settings: Settings, wait: bool = True, embedder: Any = None,

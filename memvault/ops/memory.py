@@ -200,11 +200,14 @@ class MemoryService:
                 c.cos = float(c.vector @ qv)
 
     def scored_candidates(self, query: str, cwd: str | None = None
-                          ) -> tuple[list[Scored], dict[str, dict[str, Any]], list[Candidate], np.ndarray]:
+                          ) -> tuple[list[Scored], dict[str, dict[str, Any]], list[Candidate], np.ndarray | None]:
         """Every scored node, the rows read, the raw candidates (with their list ranks) and the
-        query vector: what prompt-recall weighs before it shapes a block of its own (over
-        ``live.prompt_top_k`` candidates a list: the gate was chosen on that depth)."""
-        qv = self.embedder.embed_one(_checked(query))
+        query vector (None: the index is answered by full text only): what prompt-recall weighs
+        before it shapes a block of its own (over ``live.prompt_top_k`` candidates a list: the
+        gate was chosen on that depth)."""
+        query = _checked(query)
+        _ = self.nodes  # opened first: an index of another embedder may switch the embedder
+        qv = self.embedder.embed_one(query) if self.vectors else None
         cands, rows, lookup = self._candidates(query, self.settings.live.prompt_top_k, Scope(), cwd, qv)
         scored, _ = score_head(cands, lookup, self.weights(cwd), datetime.now(timezone.utc), None, query=query)
         return scored, rows, cands, qv

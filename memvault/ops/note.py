@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from memvault.live import spool
-from memvault.errors import DiskFullError, LockedError, UsageError, disk_full
+from memvault.errors import DiskFullError, EmbedderMismatchError, LockedError, UsageError, disk_full
 from memvault.ids import short_ids
 from memvault.lock import writer_lock
 from memvault.models import Conversation, Message, redact_conversation
@@ -51,6 +51,7 @@ def add_note(settings: Settings, text: str, title: str | None = None, project: s
     conv, redactions = make_note(settings, text, title, project, author)
     cid = conv.id
     timeout = settings.lock_timeout_s if lock_timeout_s is None else lock_timeout_s
+    waiting = ""
     try:
         with writer_lock(settings.state_dir, "memvault note", timeout):
             from stores.ledger import Ledger
@@ -66,6 +67,9 @@ def add_note(settings: Settings, text: str, title: str | None = None, project: s
                 try:
                     nodes = NodeIndex.open_or_create(settings, embedder=embedder)
                     index_conversations(ledger, nodes, embedder, settings, [cid])
+                except EmbedderMismatchError as exc:
+                    # Stored; the index of another embedder takes no vectors of this one.
+                    waiting = f"stored, recallable once `memvault reindex` has run: {exc}"
                 except OSError as exc:
                     full = disk_full(exc, settings.state_dir)
                     if full is None:
@@ -82,7 +86,10 @@ def add_note(settings: Settings, text: str, title: str | None = None, project: s
             spawn_drainer(settings.home)
         return {"id": cid, "cite": f"conv:{cid[:8]}", "queued": True, "redactions": redactions,
                 "note": f"{exc} — the note is spooled and stored when the lock is free"}
-    return {"id": cid, "cite": f"conv:{short}", "queued": False, "redactions": redactions}
+    done: NoteResult = {"id": cid, "cite": f"conv:{short}", "queued": False, "redactions": redactions}
+    if waiting:
+        done["note"] = waiting
+    return done
 
 
 def _undo_note(ledger: Any, cid: str, full: DiskFullError) -> DiskFullError:

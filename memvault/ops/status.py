@@ -17,7 +17,7 @@ def gather_status(settings: Settings) -> Status:
     from memvault.runs.reports import latest_report
     from stores.ledger import Ledger
     from stores.nodes import NodeIndex, embedding_model
-    from memvault.embeddings.base import INT8_NAME, STATIC_NAME
+    from memvault.embeddings.base import INT8_NAME
     from memvault.embeddings.select import topics_apart
     from stores.rows import LedgerCounts
     from stores.vault import Vault
@@ -58,12 +58,6 @@ def gather_status(settings: Settings) -> Status:
             f"the node index was built by `{configured}` before `{default_embeddings(settings).embeddings.model}` became "
             "the default; this home keeps it (memvault.toml names no model) — `memvault reindex` moves it to the "
             "default (about 1.6× less CPU per text when indexing; the old index serves until it is done)")
-    if configured == STATIC_NAME:
-        warnings.append(
-            "the prompt hook decides on the index's cosines with thresholds chosen on MiniLM's; the static table's run "
-            "high and on the bench it let in 68 % of unrelated prompts (no threshold kept both ≤ 2 % of them and ≥ 95 % "
-            "of answerable ones: bench/README.md, \"The live path's hooks\") — where agents' prompts are recalled, "
-            "prefer the default embedder (`memvault reindex` after removing `model` from [embeddings])")
     engine_in_use, schedule, next_run = _operations(settings)
     status: Status = {
         "home": str(settings.home), "engine": settings.engine, "conversations": counts.conversations,
@@ -80,12 +74,15 @@ def gather_status(settings: Settings) -> Status:
 
 def _index_agreement(settings: Settings, indexed: list[str]) -> list[str]:
     """A warning when the node index lacks conversations the ledger marks indexed."""
-    from memvault.errors import IndexMismatchError
+    from memvault.errors import EmbedderMismatchError, IndexMismatchError
     from memvault.ids import conv_ref
     from stores.nodes import NodeIndex
 
     try:
-        docs = NodeIndex.open_existing(settings).docs() if NodeIndex.exists(settings) else {}
+        try:
+            docs = NodeIndex.open_existing(settings).docs() if NodeIndex.exists(settings) else {}
+        except EmbedderMismatchError:  # built by another embedder: what it holds still counts
+            docs = NodeIndex.open_stored(settings).docs()
     except (IndexMismatchError, ValueError, OSError):
         docs = {}
     missing = [cid for cid in indexed if conv_ref(cid) not in docs]
