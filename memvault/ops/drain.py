@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.live import spool
-from memvault.errors import EmbedderMismatchError, LockedError, MemvaultError
+from memvault.errors import EmbedderMismatchError, EmbeddingServerError, LockedError, MemvaultError
 from memvault.failpoints import failpoint
 from memvault.ids import short_ids
 from memvault.lock import DRAIN_COMMAND, writer_lock
@@ -160,13 +160,14 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
                 result.notes = store_notes(ledger, notes)
                 try:
                     nodes = NodeIndex.open_or_create(settings, embedder=embedder)
-                except EmbedderMismatchError as exc:
-                    # As the run's index stage: the old index keeps serving as it is and the
-                    # conversations stay unmarked, so `memvault reindex` indexes them.
-                    result.errors.append(f"captured into the ledger, not indexed: {exc}")
-                else:
                     result.conversations_indexed, result.nodes_written = index_conversations(ledger, nodes, embedder,
                                                                                              settings)
+                except (EmbedderMismatchError, EmbeddingServerError) as exc:
+                    # Not the entry's fault, so not counted against it: what it brought is in
+                    # the ledger, unmarked, and the drain after `memvault reindex` (an index of
+                    # another embedder: the old one keeps serving as it is) or after the server
+                    # is back, or the nightly run, indexes it.
+                    result.errors.append(f"captured into the ledger, not indexed yet: {exc}")
             finally:
                 ledger.close()
         except Exception as exc:

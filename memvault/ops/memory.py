@@ -122,9 +122,11 @@ class MemoryService:
         return scored, rows
 
     def _candidates(self, query: str, k: int, scope: Scope = Scope(), cwd: str | None = None,
-                    query_vector: np.ndarray | None = None) -> tuple[list[Candidate], dict[str, dict[str, Any]], Callable[[list[str]], dict[str, Candidate]]]:
+                    query_vector: np.ndarray | None = None, full_text_only: bool = False
+                    ) -> tuple[list[Candidate], dict[str, dict[str, Any]], Callable[[list[str]], dict[str, Candidate]]]:
         """Vector top-k ∪ full-text top-k, the rows read (grown by ``lookup``), and the lookup
-        for the nodes that scoring lifts.
+        for the nodes that scoring lifts (``full_text_only``: no vector search, as when the
+        index's embedder is not at hand).
 
         Each hit arrives with the ids of everything it can lift — its parent, its `similar`
         neighbours, the turn that replies to it, the messages of an exchange hit and the other
@@ -142,12 +144,13 @@ class MemoryService:
         # cores. A one-shot process's embedder (a CLI recall, a hook) lets its model go after
         # the query, so it embeds first: the index search then runs without the model's memory.
         nodes = self.nodes  # opened first: an index of another embedder may switch the embedder
+        vectors = self.vectors and not full_text_only
         embed = functools.cache(lambda: query_vector if query_vector is not None else self.embedder.embed_one(query))
-        if self.vectors and not getattr(self.embedder, "keep_session", True):
+        if vectors and not getattr(self.embedder, "keep_session", True):
             embed()
-        vector_hits, fts_hits = nodes.recall_search(embed if self.vectors else None, query, k, nprobes=ix.ann_nprobes,
+        vector_hits, fts_hits = nodes.recall_search(embed if vectors else None, query, k, nprobes=ix.ann_nprobes,
                                                     refine_factor=ix.ann_refine_factor, where=where)
-        qv = embed() if self.vectors else None
+        qv = embed() if vectors else None
         for rank, row in enumerate(vector_hits, start=1):
             rows[row["id"]] = row
             c = cands.setdefault(row["id"], _candidate(row, cwd))
@@ -199,16 +202,21 @@ class MemoryService:
             if c.cos is None and c.vector is not None and qv is not None:
                 c.cos = float(c.vector @ qv)
 
-    def scored_candidates(self, query: str, cwd: str | None = None
+    def scored_candidates(self, query: str, cwd: str | None = None, query_embedder: Embedder | None = None,
+                          full_text_only: bool = False
                           ) -> tuple[list[Scored], dict[str, dict[str, Any]], list[Candidate], np.ndarray | None]:
         """Every scored node, the rows read, the raw candidates (with their list ranks) and the
         query vector (None: the index is answered by full text only): what prompt-recall weighs
         before it shapes a block of its own (over ``live.prompt_top_k`` candidates a list: the
-        gate was chosen on that depth)."""
+        gate was chosen on that depth). ``query_embedder``: another instance of the service's
+        embedder for the query (the hook's, which gives up sooner)."""
         query = _checked(query)
         _ = self.nodes  # opened first: an index of another embedder may switch the embedder
-        qv = self.embedder.embed_one(query) if self.vectors else None
-        cands, rows, lookup = self._candidates(query, self.settings.live.prompt_top_k, Scope(), cwd, qv)
+        vectors = self.vectors and not full_text_only
+        embedder = query_embedder if query_embedder is not None and query_embedder.name == self.embedder.name else self.embedder
+        qv = embedder.embed_one(query) if vectors else None
+        cands, rows, lookup = self._candidates(query, self.settings.live.prompt_top_k, Scope(), cwd, qv,
+                                               full_text_only=not vectors)
         scored, _ = score_head(cands, lookup, self.weights(cwd), datetime.now(timezone.utc), None, query=query)
         return scored, rows, cands, qv
 

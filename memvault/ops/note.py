@@ -11,7 +11,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from memvault.live import spool
-from memvault.errors import DiskFullError, EmbedderMismatchError, LockedError, UsageError, disk_full
+from memvault.errors import (DiskFullError, EmbedderMismatchError, EmbeddingServerError, LockedError, UsageError,
+                             disk_full)
 from memvault.ids import short_ids
 from memvault.lock import writer_lock
 from memvault.models import Conversation, Message, redact_conversation
@@ -70,6 +71,8 @@ def add_note(settings: Settings, text: str, title: str | None = None, project: s
                 except EmbedderMismatchError as exc:
                     # Stored; the index of another embedder takes no vectors of this one.
                     waiting = f"stored, recallable once `memvault reindex` has run: {exc}"
+                except EmbeddingServerError as exc:
+                    waiting = f"stored, recallable once the embeddings server answers (the next capture or run indexes it): {exc}"
                 except OSError as exc:
                     full = disk_full(exc, settings.state_dir)
                     if full is None:

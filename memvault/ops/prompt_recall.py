@@ -40,8 +40,12 @@ DF_REFRESH_S = 600.0  # document frequencies are recounted at most this often, a
 BACKGROUND_FROM = 10  # the vector list from this rank on is the prompt's background
 AGREE_DEPTH = 10  # both lists put a unit this high: they agree on it
 _DF: "weakref.WeakKeyDictionary[Any, tuple[float, int, dict[str, int], int]]" = weakref.WeakKeyDictionary()
-_GATE: "weakref.WeakKeyDictionary[Any, tuple[Any, Embedder | None]]" = weakref.WeakKeyDictionary()
+_GATE: "weakref.WeakKeyDictionary[Any, dict[str, Embedder | None]]" = weakref.WeakKeyDictionary()
 UNIT_TEXT_MAX = 2_000  # characters of a unit the bundled MiniLM reads (it keeps 256 tokens anyway)
+_QUICK: "weakref.WeakKeyDictionary[Any, Embedder]" = weakref.WeakKeyDictionary()
+_RESTING: "weakref.WeakKeyDictionary[Any, float]" = weakref.WeakKeyDictionary()
+QUERY_TIMEOUT_S = 2.0  # the hook's one try at the home's embeddings server for a prompt
+SERVER_REST_S = 60.0  # after it failed, prompts are recalled by full text for this long
 
 
 class PromptAnswer(NamedTuple):
@@ -118,12 +122,16 @@ def evaluate(service: "MemoryService", prompt: str, cwd: str | None = None, sess
     reason = trivial_reason(query, params.min_words)
     if reason:
         return PromptAnswer("", False, [f"trivial prompt: {reason}"])
-    found = found or service.scored_candidates(query, cwd)
+    unreached = ""
+    if found is None:
+        found, unreached = recalled(service, query, cwd)
     measured = measure(service, query, cwd, session_id, max(shape.units, params.weigh), params.weigh, found)
     if isinstance(measured, str):
-        return PromptAnswer("", False, [measured])
+        return PromptAnswer("", False, [unreached, measured] if unreached else [measured])
     signals, units = measured
     inject, reasons = decide(signals, params)
+    if unreached:
+        reasons.insert(0, unreached)
     if not inject:
         return PromptAnswer("", False, reasons, signals)
     passages = []
@@ -153,7 +161,7 @@ def measure(service: "MemoryService", query: str, cwd: str | None = None, sessio
     when a unit's text holds them (the bench weighs that variant)."""
     from memvault.live.prompt_gate import contentless, date_words, structural
 
-    scored, rows, cands, qv = found or service.scored_candidates(query, cwd)
+    scored, rows, cands, qv = found or recalled(service, query, cwd)[0]
     own = session_doc(session_id)
     vector_cos = sorted((c.cos for c in cands if c.vector_rank is not None and c.cos is not None), reverse=True)
     tail = vector_cos[BACKGROUND_FROM:] or vector_cos[-1:]
@@ -163,7 +171,7 @@ def measure(service: "MemoryService", query: str, cwd: str | None = None, sessio
     top_cos = max((c.cos for c in cands if c.vector_rank is not None and c.cos is not None
                    and not (own and (c.doc or (rows.get(c.id) or {}).get("doc")) == own)), default=0.0)
     units: list[tuple[Any, dict[str, Any], float]] = []
-    bundled = _gate_embedder(service)
+    bundled = _gate_embedder(service, qv is not None)
     for s in scored:
         row = rows[s.id]
         if row.get("kind") in ("conversation", "exchange") or (own and row.get("doc") == own):
@@ -208,29 +216,70 @@ def warm(service: "MemoryService") -> None:
     from memvault.errors import MemvaultError
     from stores.nodes import NodeIndex
 
+    trouble = (MemvaultError, ValueError, RuntimeError, OSError)  # a hint only: the first prompt reports it
     try:
         if NodeIndex.exists(service.settings):
             _ = service.nodes  # opened first: an index of another embedder may switch the embedder
-        if service.vectors:
-            service.embedder.embed_one("memvault")
         bundled = _gate_embedder(service)
         if bundled is not None:
             bundled.embed(["memvault"])
-    except (MemvaultError, ValueError, RuntimeError, OSError):
-        return  # a hint only: the first prompt's recall reports what is wrong
+    except trouble:
+        return
+    try:
+        if service.vectors:
+            (_quick_embedder(service) or service.embedder).embed_one("memvault")  # a server: one short try
+    except trouble:
+        pass
 
 
-def _gate_embedder(service: "MemoryService") -> "Embedder | None":
-    """The bundled MiniLM when the index's cosines are not MiniLM's (``gate_embedder_for``),
-    one per service (its cache of the units' vectors lives as long as the warm process)."""
+def recalled(service: "MemoryService", query: str, cwd: str | None = None) -> tuple[tuple[Any, ...], str]:
+    """``service.scored_candidates`` for a prompt, and why it is by full text alone ("" when
+    it is not). A home's embeddings server gets one quick try (``QUERY_TIMEOUT_S``, no retry:
+    an agent waits for the hook); when it does not answer, the prompt is recalled by full text
+    and the server is left alone for ``SERVER_REST_S`` (a stopped Ollama would otherwise cost
+    every prompt its timeout)."""
+    from memvault.errors import EmbeddingServerError
+
+    quick = _quick_embedder(service)
+    if quick is None:
+        return service.scored_candidates(query, cwd), ""
+    why = f"the embeddings server at {service.settings.embeddings.url} did not answer: recalled by full text only"
+    if time.monotonic() < _RESTING.get(service, 0.0):
+        return service.scored_candidates(query, cwd, full_text_only=True), why
+    try:
+        return service.scored_candidates(query, cwd, query_embedder=quick), ""
+    except EmbeddingServerError as exc:
+        _RESTING[service] = time.monotonic() + SERVER_REST_S
+        spool.log_line(service.settings.state_dir, f"prompt-recall: {exc} — full text only for {SERVER_REST_S:.0f} s")
+        return service.scored_candidates(query, cwd, full_text_only=True), why
+
+
+def _quick_embedder(service: "MemoryService") -> "Embedder | None":
+    """The home's embeddings server with one short try a query, or None (no server)."""
+    from memvault.embeddings.http import HttpEmbedder
+
+    e = service.embedder
+    if not isinstance(e, HttpEmbedder):
+        return None
+    held = _QUICK.get(service)
+    if held is None or held.name != e.name:
+        held = HttpEmbedder(e.url, e.model, e.api_key_env, e.batch_size, min(e.timeout_s, QUERY_TIMEOUT_S), retries=0)
+        _QUICK[service] = held
+    return held
+
+
+def _gate_embedder(service: "MemoryService", vectors: bool = True) -> "Embedder | None":
+    """The bundled MiniLM when the index's cosines are not MiniLM's or the recall had no
+    vectors (``gate_embedder_for``), one per service (its cache of the units' vectors lives
+    as long as the warm process)."""
     from memvault.embeddings.select import gate_embedder_for
 
-    embedder = service.embedder if service.vectors else None
-    held = _GATE.get(service)
-    if held is None or held[0] is not embedder:
-        held = (embedder, gate_embedder_for(embedder))
-        _GATE[service] = held
-    return held[1]
+    embedder = service.embedder if service.vectors and vectors else None
+    held = _GATE.setdefault(service, {})
+    key = embedder.name if embedder is not None else ""
+    if key not in held:
+        held[key] = gate_embedder_for(embedder)
+    return held[key]
 
 
 def _bundled_cosines(bundled: "Embedder", query: str, units: list[tuple[Any, dict[str, Any], float]], weigh: int

@@ -277,7 +277,7 @@ def test_a_static_home_decides_on_minilm_cosines(demo_copy: Path, monkeypatch: p
     from memvault.config.settings import load_settings
     from memvault.embeddings import INT8_NAME, STATIC_NAME
     from memvault.ops.memory import MemoryService
-    from memvault.ops.prompt_recall import evaluate
+    from memvault.ops.prompt_recall import _gate_embedder, evaluate, warm
     from memvault.ops.reindex import rebuild_index
 
     monkeypatch.setenv("MEMVAULT_HOOKD", "off")
@@ -286,7 +286,10 @@ def test_a_static_home_decides_on_minilm_cosines(demo_copy: Path, monkeypatch: p
     settings = load_settings(demo_copy, embeddings={"model": STATIC_NAME})
     rebuild_index(settings)
     service = MemoryService(settings)
+    warm(service)  # what the hook daemon does at its start: the bundled MiniLM is loaded then
     assert service.embedder.name == STATIC_NAME and service.vectors
+    bundled = _gate_embedder(service)
+    assert bundled is not None and bundled.name == INT8_NAME and bundled.texts == 1
     loud = evaluate(service, RELATED)
     assert loud.injected and "9414750" in loud.block
     assert loud.signals is not None and loud.signals.cosines_by == INT8_NAME

@@ -311,3 +311,52 @@ def test_live_capture_and_notes_wait_for_reindex_without_failing_or_losing_anyth
         hits = MemoryService(new).search("Pelusa the llama")
         texts = [r["text"] for r in NodeIndex.open_existing(new).get([h["id"] for h in hits])]
         assert any("eats hay" in t for t in texts) and any("east barn" in t for t in texts)
+
+
+def test_while_the_embeddings_server_is_down_prompts_captures_and_notes_go_on(ingested: Path, tmp_path: Path) -> None:
+    """An agent waits for the prompt hook: a failing server gets one short try, the prompt is
+    recalled by full text and decided on MiniLM's cosines, and the next prompts leave the
+    server alone for a while (one line in the log, not one a prompt). A captured session and a
+    note are stored, not failed or set aside, and the next capture once it answers indexes them."""
+    from memvault.live import spool
+    from memvault.ops.capture import capture
+    from memvault.ops.capture_paths import register_agent_folder
+    from memvault.ops.drain import drain_once
+    from memvault.ops.note import add_note
+
+    with fake_embeddings_server(FakeServer(dim=24)) as a:
+        settings = _settings(ingested, a.url, "model-a")
+        rebuild_index(settings)
+        up = evaluate(MemoryService(settings), PROMPT)
+        assert up.signals is not None and up.signals.cosines_by == INT8_NAME  # a server's model: MiniLM decides
+        assert not any("did not answer" in r for r in up.reasons)
+
+        a.fail_next = [503] * 1000  # the server is in trouble
+        service = MemoryService(settings)
+        down = evaluate(service, PROMPT)
+        assert "did not answer: recalled by full text only" in down.reasons[0] and a.url in down.reasons[0]
+        assert down.signals is not None and down.signals.cosines_by == INT8_NAME and down.signals.cos > 0.3
+        asked = a.requests
+        again = evaluate(service, "when does the postgres backup run each night?")
+        assert "did not answer" in again.reasons[0] and a.requests == asked, "the server is left alone a while"
+        assert (settings.state_dir / spool.LIVE_LOG).read_text().count("full text only for") == 1
+
+        folder = tmp_path / "transcripts" / "proj"
+        register_agent_folder(settings.state_dir, "claude-code", folder.parent)
+        (folder / "s2.jsonl").write_text(cc_session("S2", ["the llama named Pelusa eats hay", "noted"]), encoding="utf-8")
+        hook = json.dumps({"session_id": "S2", "transcript_path": str(folder / "s2.jsonl"), "hook_event_name": "Stop"})
+        assert capture(ingested, hook, spawn=False)["spooled"]
+        stored = drain_once(settings)
+        assert stored.messages_new == 2 and stored.nodes_written == 0 and "not indexed yet" in " ".join(stored.errors)
+        assert spool.pending(settings.state_dir) == 0
+        assert not list((spool.spool_dir(settings.state_dir) / spool.QUARANTINE).glob("*"))
+        noted = add_note(settings, "the llama Pelusa moved to the east barn")
+        assert not noted["queued"] and "once the embeddings server answers" in noted.get("note", "")
+
+        a.fail_next = []  # back
+        assert capture(ingested, hook, spawn=False)["spooled"]
+        caught_up = drain_once(settings)
+        assert caught_up.messages_new == 0 and caught_up.conversations_indexed == 2 and not caught_up.errors
+        hits = MemoryService(settings).search("Pelusa the llama")
+        texts = [r["text"] for r in NodeIndex.open_existing(settings).get([h["id"] for h in hits])]
+        assert any("eats hay" in t for t in texts) and any("east barn" in t for t in texts)
