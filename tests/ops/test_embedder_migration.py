@@ -289,7 +289,9 @@ def test_live_capture_and_notes_wait_for_reindex_without_failing_or_losing_anyth
     from memvault.ops.capture import capture
     from memvault.ops.capture_paths import register_agent_folder
     from memvault.ops.drain import drain_once
+    from memvault.ids import conv_ref, conversation_id
     from memvault.ops.note import add_note
+    from tests.helpers import write_topics
 
     with fake_embeddings_server(FakeServer(dim=24)) as a, fake_embeddings_server(FakeServer(dim=40)) as b:
         rebuild_index(_settings(ingested, a.url, "model-a"))
@@ -307,6 +309,14 @@ def test_live_capture_and_notes_wait_for_reindex_without_failing_or_losing_anyth
         assert "memvault reindex" in (new.state_dir / spool.LIVE_LOG).read_text()
         noted = add_note(new, "the llama Pelusa moved to the east barn")
         assert not noted["queued"] and "memvault reindex" in noted.get("note", "") and b.requests == 0
+        # A topic the user now ignores leaves the old index at once (deleting mixes no vectors).
+        s1 = conv_ref(conversation_id("claude-code", "S1"))
+        assert s1 in NodeIndex.open_stored(new).docs()
+        write_topics(ingested, "postgres backup")
+        assert capture(ingested, json.dumps(hook), spawn=False)["spooled"]
+        drain_once(new)
+        assert s1 not in NodeIndex.open_stored(new).docs() and b.requests == 0
+        write_topics(ingested)
         rebuild_index(new)
         hits = MemoryService(new).search("Pelusa the llama")
         texts = [r["text"] for r in NodeIndex.open_existing(new).get([h["id"] for h in hits])]
