@@ -9,6 +9,7 @@ from memvault.embeddings.minilm import MiniLMEmbedder
 from memvault.embeddings.static import StaticEmbedder
 
 QUERY_THREADS = 1
+MINILM_NAMES = (INT8_NAME, MODEL_NAME)  # the model every cosine threshold of memvault was chosen on
 
 
 def embedder_for(settings: Any, threads: int | None = None, keep_session: bool = True) -> Embedder:
@@ -51,14 +52,14 @@ def topic_embedder_for(settings: Any) -> Embedder | None:
     the configured embedder."""
     if not topics_apart(settings):
         return None
-    return MiniLMEmbedder(settings.embeddings.batch_size, quantized=True)
+    return _bundled_minilm(settings.embeddings.batch_size)
 
 
 def topics_apart(settings: Any) -> bool:
     """Whether the home's topics are embedded by the bundled int8 MiniLM apart from its index
     (the home embeds with another model than MiniLM: ``topic_embedder_for``)."""
     e = settings.embeddings
-    return bool(e.url) or e.model not in (INT8_NAME, MODEL_NAME)
+    return bool(e.url) or e.model not in MINILM_NAMES
 
 
 def gate_embedder_for(embedder: Embedder | None, batch_size: int = 64) -> Embedder | None:
@@ -74,6 +75,11 @@ def gate_embedder_for(embedder: Embedder | None, batch_size: int = 64) -> Embedd
     split (bench/README.md, "The live path's hooks"), whatever model ranked them."""
     from memvault.embeddings.cache import CachedEmbedder, MemoryStore
 
-    if embedder is not None and embedder.name in (INT8_NAME, MODEL_NAME):
+    if embedder is not None and embedder.name in MINILM_NAMES:
         return None
-    return CachedEmbedder(MiniLMEmbedder(batch_size, quantized=True), MemoryStore())
+    return CachedEmbedder(_bundled_minilm(batch_size), MemoryStore())
+
+
+def _bundled_minilm(batch_size: int) -> MiniLMEmbedder:
+    """The bundled int8 MiniLM, for cosines read against thresholds chosen on MiniLM's."""
+    return MiniLMEmbedder(batch_size, quantized=True)

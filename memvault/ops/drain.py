@@ -154,8 +154,8 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
                     result.errors += [f"{e.file}:{e.line or '-'}: {e.error}" for e in ingested.errors]
                     failpoint("drain", "ingested")
                     if ingested.newly_ignored:
-                        nodes = _live_index(settings)
-                        nodes.delete_docs([f"conv:{c}" for c in ingested.newly_ignored])
+                        if NodeIndex.exists(settings):  # whichever embedder built it: deleting mixes no vectors
+                            NodeIndex.open_stored(settings).delete_docs([f"conv:{c}" for c in ingested.newly_ignored])
                         ledger.clear_indexed(ingested.newly_ignored)
                 result.notes = store_notes(ledger, notes)
                 try:
@@ -178,14 +178,6 @@ def drain_once(settings: Settings, embedder: Any = None, lock_timeout_s: float |
     for err in result.errors:
         spool.log_line(state, f"drain: {err}")
     return result
-
-
-def _live_index(settings: Settings) -> NodeIndex:
-    """The live index to delete from, whichever embedder built it (deleting mixes no vectors)."""
-    try:
-        return NodeIndex.open_or_create(settings)
-    except EmbedderMismatchError:
-        return NodeIndex.open_stored(settings)
 
 
 def run_drainer(settings: Settings, wait: bool = True, embedder: Any = None,

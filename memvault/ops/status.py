@@ -74,15 +74,12 @@ def gather_status(settings: Settings) -> Status:
 
 def _index_agreement(settings: Settings, indexed: list[str]) -> list[str]:
     """A warning when the node index lacks conversations the ledger marks indexed."""
-    from memvault.errors import EmbedderMismatchError, IndexMismatchError
+    from memvault.errors import IndexMismatchError
     from memvault.ids import conv_ref
     from stores.nodes import NodeIndex
 
-    try:
-        try:
-            docs = NodeIndex.open_existing(settings).docs() if NodeIndex.exists(settings) else {}
-        except EmbedderMismatchError:  # built by another embedder: what it holds still counts
-            docs = NodeIndex.open_stored(settings).docs()
+    try:  # what the live index holds, whichever embedder built it
+        docs = NodeIndex.open_stored(settings).docs() if NodeIndex.exists(settings) else {}
     except (IndexMismatchError, ValueError, OSError):
         docs = {}
     missing = [cid for cid in indexed if conv_ref(cid) not in docs]

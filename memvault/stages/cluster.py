@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from memvault.engines import structured
+from memvault.naming.phrase_similarity import unit_mean
 from memvault.prompts import Prompt, load_prompt
 from stores.meta import BucketsPage, bucket_key
 # The centroid path's names stay importable from here (tests and benches use them).
@@ -180,8 +181,8 @@ def refit_widths(ctx: StageContext) -> int:
         words = [b for b in buckets if b.name not in members]  # no chunk yet (added by hand): its own words
         own = dict(zip([b.name for b in words], topics.embed([f"{b.name}. {b.description}" for b in words]))) if words else {}
         for b in buckets:
-            mean = np.asarray(members[b.name], dtype=np.float32).mean(axis=0) if b.name in members else own[b.name]
-            ledger.upsert_bucket(b.name, b.description, (mean / (np.linalg.norm(mean) or 1.0)).astype(float).tolist(), b.size)
+            centroid = unit_mean(np.asarray(members[b.name], dtype=np.float32)) if b.name in members else own[b.name]
+            ledger.upsert_bucket(b.name, b.description, centroid.astype(float).tolist(), b.size)
     log.info("cluster: %d chunks and %d bucket centroids re-embedded with %s (%d wide)",
              len(stale), len(buckets), topics.name, topics.dim)
     return len(stale)
