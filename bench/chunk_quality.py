@@ -307,15 +307,14 @@ def cached_embedder(path: Path | None, bundled: bool = False) -> Any:
     ``all-MiniLM-L6-v2-static``); with ``path``, vectors are kept by text hash across runs (one
     cache file per embedder). ``bundled``: the int8 MiniLM whatever the environment names (the
     chunk stage's embedder of a home that embeds with another model)."""
-    from bench.recall_quality import CachedEmbedder
+    from bench.recall_quality import CachedEmbedder, home_embedder
     from memvault.config.settings import load_settings
-    from memvault.embeddings.base import STATIC_NAME
-    from memvault.embeddings.select import embedder_for
 
+    if bundled:
+        return CachedEmbedder(path)
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(Path(tmp))
-    other = not bundled and (settings.embeddings.url or settings.embeddings.model == STATIC_NAME)
-    return CachedEmbedder(path, inner=embedder_for(settings) if other else None)
+    return home_embedder(settings, path)
 
 
 def run_engine(seg: "Segmenter", convs: list[dict[str, Any]], per_conversation: bool) -> dict[str, Any]:

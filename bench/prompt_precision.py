@@ -109,17 +109,6 @@ def answerable(data: list[dict[str, Any]]) -> list[tuple[str, str, list[str], li
     return out
 
 
-def cached_embedder(settings: Any, cache_file: Path) -> Any:
-    """The home's embedder — the bundled MiniLM, the static table, or an embeddings server
-    (``[embeddings] url``) — its vectors kept in ``cache_file``."""
-    from bench.recall_quality import CachedEmbedder
-    from memvault.embeddings.base import STATIC_NAME
-    from memvault.embeddings.select import embedder_for
-
-    other = settings.embeddings.url or settings.embeddings.model == STATIC_NAME
-    return CachedEmbedder(cache_file, inner=embedder_for(settings) if other else None)
-
-
 def build_home(data: list[dict[str, Any]], work: Path, server: tuple[str, str] | None = None) -> Path:
     """The home with every LoCoMo session indexed (built once per work folder); ``server``:
     ``(url, model)`` of an OpenAI-compatible embeddings server the home is set to use (url ""
@@ -130,7 +119,7 @@ def build_home(data: list[dict[str, Any]], work: Path, server: tuple[str, str] |
     from memvault.markdown.tree import conversation_nodes
     from memvault.ops.home import init_home
     from memvault.config.settings import load_settings
-    from bench.recall_quality import sessions, turn_text
+    from bench.recall_quality import home_embedder, sessions, turn_text
     from stores.nodes import NodeIndex
     from memvault.stages.index import rows_for, write_index
 
@@ -140,7 +129,7 @@ def build_home(data: list[dict[str, Any]], work: Path, server: tuple[str, str] |
         with (home / "memvault.toml").open("a", encoding="utf-8") as fh:
             fh.write(f'\n[embeddings]\n{url}model = "{server[1]}"\n')
     settings = load_settings(home)
-    embedder = cached_embedder(settings, work / "embeddings.pkl")
+    embedder = home_embedder(settings, work / "embeddings.pkl")
     nodes = NodeIndex.open_or_create(settings, embedder=embedder)
     rows = []
     for sample in data:
@@ -279,9 +268,10 @@ def reading_service(home: Path, work: Path) -> tuple[Any, Any]:
     logs no access (the bench reads, it does not use)."""
     from memvault.config.settings import load_settings
     from memvault.ops.memory import MemoryService
+    from bench.recall_quality import home_embedder
 
     settings = load_settings(home)
-    embedder = cached_embedder(settings, work / "queries.pkl")
+    embedder = home_embedder(settings, work / "queries.pkl")
     service = MemoryService(settings, embedder)
     service._log_access = lambda ids: None  # type: ignore[method-assign]
     docs: dict[str, Any] = {}

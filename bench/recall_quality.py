@@ -123,6 +123,17 @@ class CachedEmbedder(MiniLMEmbedder):
             self.cache_file.write_bytes(pickle.dumps(self.cache))
 
 
+def home_embedder(settings: Any, cache_file: Path | None) -> CachedEmbedder:
+    """The embedder ``settings`` name, its vectors kept in ``cache_file``: the bundled MiniLM
+    (int8, or fp32 with MEMVAULT_BENCH_FP32=1), or the static table or an embeddings server
+    (``[embeddings] url``) cached in front of the product's own embedder for it."""
+    from memvault.embeddings.base import STATIC_NAME
+    from memvault.embeddings.select import embedder_for
+
+    other = settings.embeddings.url or settings.embeddings.model == STATIC_NAME
+    return CachedEmbedder(cache_file, inner=embedder_for(settings) if other else None)
+
+
 # --- data ---------------------------------------------------------------------------------
 
 

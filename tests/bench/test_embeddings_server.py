@@ -45,7 +45,7 @@ def test_a_request_of_another_shape_is_refused_with_a_reason(url):
 
 
 def test_the_benches_embed_through_the_server_the_product_settings_name(url, tmp_path, monkeypatch):
-    from bench import chunk_quality, prompt_precision
+    from bench import chunk_quality, recall_quality
     from memvault.config.settings import load_settings
 
     # The segmentation benches read the product's environment, as `memvault run` would.
@@ -54,7 +54,7 @@ def test_the_benches_embed_through_the_server_the_product_settings_name(url, tmp
     segmenting = chunk_quality.cached_embedder(tmp_path / "seg.pkl")
     assert isinstance(segmenting.inner, HttpEmbedder)
     # The prompt benches read the home's settings; the cache keeps what the server answered.
-    asking = prompt_precision.cached_embedder(load_settings(tmp_path / "home"), tmp_path / "q.pkl")
+    asking = recall_quality.home_embedder(load_settings(tmp_path / "home"), tmp_path / "q.pkl")
     vectors = asking.embed(TEXTS[:2])
     asking.save()
     assert isinstance(asking.inner, HttpEmbedder)
