@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-FORMATS = ROOT.parent.parent / "shared" / "formats"
-LOCOMO = ROOT.parent.parent / "shared" / "eval" / "locomo" / "locomo_dev.json"
+FORMATS = ROOT.parent / "shared" / "formats"
+LOCOMO = ROOT.parent / "shared" / "eval" / "locomo" / "locomo_dev.json"
 SPLITS = {"dev": [0, 1], "report": [2, 3, 4]}
 _FOOTNOTE_LINK = re.compile(r"\[\[(Conversations/[^\]#|]+)#([^\]|]+)")
 

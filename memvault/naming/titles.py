@@ -77,7 +77,9 @@ luck best wishes bless dear hugs xoxo appreciate appreciated anytime np welcome 
 """.split())
 _FILLER_GLUE = frozenset("a an the so much you it that this too me us all for again lot very guys everyone to of "
                          "i am we are is was be really just".split())
-_GREETING_START = frozenset("hi hey hello hiya heya yo howdy dear thanks thank thx cheers bye goodbye morning".split())
+# A greeting or an interjection first ("Yeah Maria", "Glad Max", "Sounds yummy") opens a reply, not a name.
+_GREETING_START = frozenset("hi hey hello hiya heya yo howdy dear thanks thank thx cheers bye goodbye morning "
+                            "yeah yep yup yes nope nah oh ah hmm wow lol haha hehe ok okay sure sounds glad yay omg".split())
 _MONTHS = frozenset("january february march april may june july august september october november december "
                     "monday tuesday wednesday thursday friday saturday sunday".split())
 _NUMBERS = frozenset("one two three four five six seven eight nine ten eleven twelve twenty hundred".split())
@@ -85,7 +87,8 @@ _STOP = GENERIC | _SMALL | set("""
 i me my we our you your he she it its they them this that these those is are was were be been being have has
 had do does did will would should could can may might must shall not no but if then than so just also very
 really about what when where which who why how all any some each every other more most much many few there
-here let lets let's i'm i've we're you're don't doesn't didn't isn't it's that's what's itself less least enough again too else both either neither only
+here let lets let's i'm i've we're you're don't doesn't didn't isn't it's that's what's itself
+don doesn didn isn wasn aren weren haven hasn hadn couldn wouldn shouldn won ain less least enough again too else both either neither only
 without within after before during until through under between against across behind beyond except per via like
 """.split())
 
@@ -134,8 +137,62 @@ def acceptable(phrase: str) -> bool:
         return False
     if len(toks) > 1 and toks[-1] in _MONTHS and toks[-2] not in _SMALL:
         return False  # "Lisbon March": a place and a date side by side, not a name ("Lisbon in March" is)
+    if _CLAUSE_WORDS & set(toks) or not names_a_thing(parts):
+        return False
     # One meaningful word of two letters ("Pi") is a fragment, not a name.
     return bool(content) and not (len(content) == 1 and len(content[0]) < 3)
+
+
+# A pronoun, a demonstrative or a form of "be" inside a phrase makes it a piece of a sentence
+# ("Plate is awesome", "Made this bowl", "Buddies This Weekend"), not a name.
+_CLAUSE_WORDS = frozenset("this that these those my your our his her their its is are was were be been am "
+                          "i you he she we they me him them us".split())
+
+
+def names_a_thing(words: Sequence[str]) -> bool:
+    """Whether ``words`` (as the text spells them) have the shape of a name: the last can be a
+    noun and the first is not a verb alone. English words are read in a lexicon of their parts
+    of speech (lemminflect's); a word it does not know — a name, a product, another language —
+    passes, and so do capitalised words ("Harry Potter", "Prince Harry"). "Pets bring", "Car broke",
+    "Motivated", "Cute", "Students succeed" and "made bowls" name nothing; "Camping", "Dutch
+    oven baking" (a gerund names an activity) and "stained glass" do."""
+    if not words:
+        return False
+    last, first = words[-1].lower(), words[0]
+    if not _can_be_noun(last) and (len(words) == 1 or not words[-1][:1].isupper()):
+        return False  # a capital after the first word is a name's ("Prince Harry")
+    lead = first.lower()
+    # A participle describes ("stained glass", "guided meditation"); a bare verb commands or
+    # tells ("made bowls", "won the final").
+    return len(words) == 1 or first[:1].isupper() or _readings(lead) != {"VERB"} or _gerund(lead) or lead.endswith("ed")
+
+
+def _can_be_noun(word: str) -> bool:
+    readings = _readings(word)
+    return not readings or "NOUN" in readings or _gerund(word)
+
+
+def _gerund(word: str) -> bool:
+    """"baking" (of bake), not "bring" nor "exciting": an -ing form of a verb the lexicon knows,
+    and not an adjective."""
+    return word.endswith("ing") and word not in _verb_lemmas(word) and "ADJ" not in _readings(word)
+
+
+@functools.lru_cache(maxsize=8192)
+def _lexicon(word: str) -> dict[str, tuple[str, ...]]:
+    """The parts of speech an English ``word`` can take, each with its lemmas (empty when the
+    lexicon does not know the word)."""
+    import lemminflect  # its tables load on the first name asked for (a nightly stage, never the read path)
+
+    return dict(lemminflect.getAllLemmas(word))
+
+
+def _readings(word: str) -> set[str]:
+    return set(_lexicon(word))
+
+
+def _verb_lemmas(word: str) -> tuple[str, ...]:
+    return _lexicon(word).get("VERB", ())
 
 
 def is_filler(phrase: str) -> bool:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from memvault.markdown.tree import article_nodes, path_segment
 from memvault.naming.headings import section_heading
-from memvault.naming.titles import HEADING_CHARS, discussion, topic_title
+from memvault.naming.titles import HEADING_CHARS, acceptable, discussion, topic_title
 from stores.rows import ChunkRow
 from memvault.stages.cluster import name_group
 from memvault.stages.synthesize_extractive import compose_article
@@ -49,6 +49,34 @@ def test_noise_never_names_a_topic() -> None:
     assert title.casefold() not in {"topic", "mode color", "mode", "color", "notes", "photo", "packages"}
     assert not any(ch in title for ch in "/[]._")
     assert discussion(noise[1]).strip() == ""
+
+
+CLAUSES = [
+    "user: Honestly my pets bring me so much joy lately. When the pets bring their toys over I laugh.\n"
+    "assistant: Pets bring comfort and routine; the dog and the two cats sound lovely.",
+    "user: The car broke down again on the highway, and the car broke my budget last month too.\n"
+    "assistant: A mechanic can check the alternator of the car before the trip.",
+    "user: I feel so motivated after the seminars went well! So motivated to keep going.\n"
+    "assistant: Motivated people keep going; the seminars went well because you prepared.",
+]
+
+
+def test_a_name_is_never_a_piece_of_a_sentence() -> None:
+    # Names seen on LoCoMo's conversations: a subject and its verb, an adjective, a verb alone,
+    # a clause with a pronoun or "is" inside, an interjection first.
+    for clause in ["Pets bring", "car broke", "Seminars went", "Motivated", "Cute", "Recent", "Follow",
+                   "Students succeed", "Event next", "Made this bowl", "Plate is awesome", "Buddies This Weekend",
+                   "Yeah Maria", "Glad Max", "Kids don", "Exciting"]:
+        assert not acceptable(clause), clause
+    for name in ["Lisbon Trip", "Synology NAS", "pgBackRest backups", "Harry Potter", "Prince Harry", "Camping", "Dutch Oven Baking",
+                 "stained glass", "State of Education", "Tidepool", "Stress relief"]:
+        assert acceptable(name), name
+    for text in CLAUSES:
+        heading = section_heading(None, text, CLAUSES + OTHER, "Life", "2023-01-01").removesuffix(" (2023-01-01)")
+        title = topic_title([text], CLAUSES + OTHER, set(), [""])
+        for name in (heading, title):
+            assert name.casefold() not in {"pets bring", "car broke", "seminars went", "motivated", "notes"}, name
+            assert acceptable(name), name
 
 
 def test_a_taken_name_gives_the_next_phrase_before_a_number() -> None:
