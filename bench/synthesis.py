@@ -159,7 +159,8 @@ def quality_run(label: str, engine: Any, samples: list[str] | None, excerpt: int
     from memvault.ops.home import init_home
     from tests.stages.plain_run import plain_execute
 
-    tmp = Path(tempfile.mkdtemp(prefix=f"memvault-quality-{label}-"))
+    # The label names sample folders ("claude-code/-Users-…"): no slashes in a directory name.
+    tmp = Path(tempfile.mkdtemp(prefix="memvault-quality-" + re.sub(r"[^\w.-]+", "_", label)[:40] + "-"))
     try:
         home, src = tmp / "home", tmp / "src" / "samples"
         init_home(home)
