@@ -140,6 +140,11 @@ class ClusterSettings(Section):
         description="Extra cosine a chunk needs to join a bucket of only other projects' chunks, or to group with another project's chunk",
     )
     min_support: int = Field(default=2, ge=1, description="Chunks needed before a proposed bucket is created")
+    max_bucket_chunks: int = Field(
+        default=60, ge=0,
+        description="No-model path: chunks a bucket holds at most, so its article stays readable (a larger group is split "
+                    "by a stricter similarity; a full bucket takes no more) (0: no limit)",
+    )
     single_chunk_words: int = Field(
         default=150, ge=0,
         description="No-model path: words of discussion that make a chunk with no partner a topic of its own (0: never)",

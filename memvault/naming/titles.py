@@ -79,7 +79,8 @@ _FILLER_GLUE = frozenset("a an the so much you it that this too me us all for ag
                          "i am we are is was be really just".split())
 # A greeting or an interjection first ("Yeah Maria", "Glad Max", "Sounds yummy") opens a reply, not a name.
 _GREETING_START = frozenset("hi hey hello hiya heya yo howdy dear thanks thank thx cheers bye goodbye morning "
-                            "yeah yep yup yes nope nah oh ah hmm wow lol haha hehe ok okay sure sounds glad yay omg".split())
+                            "yeah yep yup yes nope nah oh ah hmm wow lol haha hehe ok okay sure sounds glad yay omg woohoo whoa aww ooh"
+                            .split())
 _MONTHS = frozenset("january february march april may june july august september october november december "
                     "monday tuesday wednesday thursday friday saturday sunday".split())
 _NUMBERS = frozenset("one two three four five six seven eight nine ten eleven twelve twenty hundred".split())
@@ -205,17 +206,26 @@ def is_filler(phrase: str) -> bool:
 
 
 def addressed_names(texts: Iterable[str]) -> set[str]:
-    """Names people are addressed by in ``texts`` ("Hey Andrew", "Thanks, Mel!", "Caroline: …"),
-    casefolded: a person's name alone names no topic."""
+    """Names people are addressed by in ``texts`` ("Hey Andrew", "Thanks, Mel!", "Wow, Caroline,",
+    "Caroline: …"), casefolded: a person's name alone names no topic."""
     out: set[str] = set()
     for text in texts:
         for m in _ADDRESS.finditer(text):
-            out.add((m.group(1) or m.group(2)).casefold())
+            name = next(g for g in m.groups() if g)
+            if name.casefold() not in _NOT_NAMES:
+                out.add(name.casefold())
     return out
 
 
-_ADDRESS = re.compile(r"\b(?:hi|hey|hello|thanks|thank you|bye|dear|congrats|love you|see you),?\s+([A-Z][a-z]{2,})\b"
-                      r"|^(?:\w+:\s*)?([A-Z][a-z]{2,})[,!]\s", re.M)
+# A greeting before a capitalised word ("Hey Andrew", "Thanks, Mel"); an interjection and a comma
+# ("Wow, Caroline,"); a capitalised word opening a line and set off ("Caroline: …", "Mel, …").
+_ADDRESS = re.compile(r"\b(?i:hi|hey|hello|thanks|thank you|bye|dear|congrats|congratulations|love you|see you|miss you)"
+                      r",?\s+([A-Z][a-z]{2,})\b"
+                      r"|\b(?i:wow|oh|yeah|yes|ok|okay|great|awesome|cool|nice|woohoo|whoa|aww|omg|haha|lol|sorry),\s+"
+                      r"([A-Z][a-z]{2,})[,.!?]"
+                      r"|^(?:\w+:\s*)?([A-Z][a-z]{2,})(?:[!:]\s|,\s+(?=[a-z]|I\b))", re.M)  # not "Python, Rust and Go"
+# Words that open a line set off by a comma and are no one's name ("Wow, …", "Sure, …").
+_NOT_NAMES = FILLER | _GREETING_START | _STOP | _FILLER_GLUE | frozenset("user assistant system tool".split())
 
 
 def is_source_name(phrase: str) -> bool:

@@ -8,12 +8,17 @@ A chunk stays out of every article for one of these reasons:
 * "waiting for more": it says something, but no other chunk is like it yet and it is under
   `cluster.single_chunk_words` words on its own: a later conversation on the same topic
   places it. Another run without new material does not, so these chunks are not counted as
-  backlog in `estimated_runs_to_finish` (memvault.ops.plan).
+  backlog in `estimated_runs_to_finish` (memvault.ops.plan);
+* "nearest topic full": the bucket it is closest to (above `cluster.assign_similarity`) holds
+  `cluster.max_bucket_chunks` already; with the next chunk like it, it founds a closer-knit
+  topic beside that one.
 
 The page is derived: rewritten whole at the end of every cluster pass.
 """
 
 from collections import Counter
+
+import numpy as np
 
 from memvault.ids import short_ids
 from memvault.hygiene.noise import LOW_CONTENT_WORDS, discussion_words
@@ -23,21 +28,46 @@ from memvault.stages.context import StageContext
 PAGE = "Waiting.md"
 TOO_SHORT = "too short"
 WAITING = "waiting for more"
+TOPIC_FULL = "nearest topic full"
 
 
-def waiting_reason(text: str) -> str:
+def waiting_reason(text: str, nearest_full: bool = False) -> str:
     """Why a chunk in no topic is there (see the module docstring)."""
-    return TOO_SHORT if discussion_words(text) < LOW_CONTENT_WORDS else WAITING
+    if discussion_words(text) < LOW_CONTENT_WORDS:
+        return TOO_SHORT
+    return TOPIC_FULL if nearest_full else WAITING
+
+
+def _nearest_is_full(ctx: StageContext, vectors: dict[str, list[float]]) -> set[str]:
+    """The chunks of ``vectors`` whose nearest bucket they could join holds the most it may."""
+    settings = ctx.settings.cluster
+    buckets = [b for b in ctx.ledger.buckets() if b.centroid]
+    if settings.max_bucket_chunks <= 0 or not buckets or not vectors:
+        return set()
+    width = len(buckets[0].centroid or ())
+    centroids = np.array([b.centroid for b in buckets if len(b.centroid or ()) == width], dtype=np.float32)
+    sizes = np.array([b.size for b in buckets if len(b.centroid or ()) == width])
+    out = set()
+    for cid, v in vectors.items():
+        if v is None or len(v) != width:
+            continue
+        sims = centroids @ np.asarray(v, dtype=np.float32)
+        best = int(np.argmax(sims))
+        if sims[best] >= settings.assign_similarity and sizes[best] >= settings.max_bucket_chunks:
+            out.add(cid)
+    return out
 
 
 def write_waiting_page(ctx: StageContext) -> dict[str, int]:
     """Rewrite Meta/Waiting.md from the ledger's unassigned chunks; returns counts per reason."""
     ledger = ctx.ledger
-    ids = [cid for cid, _ in ledger.unassigned_chunks()]
+    vectors = dict(ledger.unassigned_chunks())
+    ids = list(vectors)
+    full = _nearest_is_full(ctx, vectors)
     shorts = short_ids(ledger.conversation_ids()) if ids else {}
-    rows: dict[str, list[str]] = {TOO_SHORT: [], WAITING: []}
+    rows: dict[str, list[str]] = {TOO_SHORT: [], WAITING: [], TOPIC_FULL: []}
     for chunk in ledger.chunks(ids):
-        reason = waiting_reason(chunk.text)
+        reason = waiting_reason(chunk.text, chunk.id in full)
         label = " ".join((chunk.label or chunk.conversation_title or "untitled").split())[:80]
         when = chunk.date.strftime("%Y-%m-%d") if chunk.date else "undated"
         rows[reason].append(f"- `conv:{shorts.get(chunk.conversation_id, chunk.conversation_id[:8])}` "
@@ -49,7 +79,10 @@ def write_waiting_page(ctx: StageContext) -> dict[str, int]:
             "at every run: edits are overwritten.\n")
     explain = {TOO_SHORT: f"Fewer than {LOW_CONTENT_WORDS} words of discussion: nothing to found a topic on.",
                WAITING: f"No other chunk is like it yet, and under {words} words alone: a later conversation "
-                        "on the same topic places it (another run without new material does not)."}
+                        "on the same topic places it (another run without new material does not).",
+               TOPIC_FULL: f"The topic it is closest to holds {ctx.settings.cluster.max_bucket_chunks} chunks already "
+                           "(`cluster.max_bucket_chunks`): with the next chunk like it, it founds a closer-knit topic "
+                           "beside that one."}
     for reason, lines in rows.items():
         if lines:
             text += f"\n## {reason[:1].upper() + reason[1:]} ({len(lines)})\n\n{explain[reason]}\n\n" + "\n".join(lines) + "\n"

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from memvault.markdown.tree import article_nodes, path_segment
 from memvault.naming.headings import section_heading
-from memvault.naming.titles import HEADING_CHARS, acceptable, discussion, topic_title
+from memvault.naming.titles import HEADING_CHARS, acceptable, addressed_names, discussion, topic_title
 from stores.rows import ChunkRow
 from memvault.stages.cluster import name_group
 from memvault.stages.synthesize_extractive import compose_article
@@ -71,6 +71,11 @@ def test_a_name_is_never_a_piece_of_a_sentence() -> None:
     for name in ["Lisbon Trip", "Synology NAS", "pgBackRest backups", "Harry Potter", "Prince Harry", "Camping", "Dutch Oven Baking",
                  "stained glass", "State of Education", "Tidepool", "Stress relief"]:
         assert acceptable(name), name
+    # A person's name alone is who took part: the ways LoCoMo's friends address each other.
+    assert addressed_names(["Hey Andrew, how are you?", "user: Wow, Caroline, your group sounds great",
+                            "Thanks, Mel! That was fun", "user: Jon, I finally did it", "Sure, I can help",
+                            "user: Python, Rust and Go", "I went to Rome, Paris and Berlin"]) == \
+        {"andrew", "caroline", "mel", "jon"}
     for text in CLAUSES:
         heading = section_heading(None, text, CLAUSES + OTHER, "Life", "2023-01-01").removesuffix(" (2023-01-01)")
         title = topic_title([text], CLAUSES + OTHER, set(), [""])
