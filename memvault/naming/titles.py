@@ -78,9 +78,10 @@ luck best wishes bless dear hugs xoxo appreciate appreciated anytime np welcome 
 _FILLER_GLUE = frozenset("a an the so much you it that this too me us all for again lot very guys everyone to of "
                          "i am we are is was be really just".split())
 # A greeting or an interjection first ("Yeah Maria", "Glad Max", "Sounds yummy") opens a reply, not a name.
-_GREETING_START = frozenset("hi hey hello hiya heya yo howdy dear thanks thank thx cheers bye goodbye morning "
-                            "yeah yep yup yes nope nah oh ah hmm wow lol haha hehe ok okay sure sounds glad yay omg woohoo whoa aww ooh"
-                            .split())
+_GREETING_START = frozenset("""
+hi hey hello hiya heya yo howdy dear thanks thank thx cheers bye goodbye morning
+yeah yep yup yes nope nah oh ah hmm wow lol haha hehe ok okay sure sounds glad yay omg woohoo whoa aww ooh
+""".split())
 _MONTHS = frozenset("january february march april may june july august september october november december "
                     "monday tuesday wednesday thursday friday saturday sunday".split())
 _NUMBERS = frozenset("one two three four five six seven eight nine ten eleven twelve twenty hundred".split())
@@ -89,7 +90,8 @@ i me my we our you your he she it its they them this that these those is are was
 had do does did will would should could can may might must shall not no but if then than so just also very
 really about what when where which who why how all any some each every other more most much many few there
 here let lets let's i'm i've we're you're don't doesn't didn't isn't it's that's what's itself
-don doesn didn isn wasn aren weren haven hasn hadn couldn wouldn shouldn won ain less least enough again too else both either neither only
+don doesn didn isn wasn aren weren haven hasn hadn couldn wouldn shouldn won ain
+less least enough again too else both either neither only
 without within after before during until through under between against across behind beyond except per via like
 """.split())
 

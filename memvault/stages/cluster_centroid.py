@@ -76,8 +76,9 @@ def split_oversized(vectors: np.ndarray, groups: list[list[int]], threshold: flo
 
     Everyday chat is alike in its greetings and asides, and average-link grouping made one topic
     of 97 LoCoMo chunks (170 from 86 conversations a night later): an article of 6,000 words that
-    memvault's own lint called oversize. Its parts at a stricter threshold are its closer-knit topics; parts left alone
-    wait for partners like any leftover chunk. Past a cosine of 1 the group is cut in runs of ``cap``."""
+    memvault's own lint called oversize. Its parts at a stricter threshold are its closer-knit
+    topics; parts left alone wait for partners like any leftover chunk. Past a cosine of 1 the
+    group is cut in runs of ``cap``."""
     if cap <= 0:
         return groups
     out: list[list[int]] = []
