@@ -228,7 +228,7 @@ def run_cluster(ctx: StageContext) -> ClusterResult:
         assigned, waiting, stopped = assign_by_centroid(run, pending)
         result = ClusterResult(chunks=len(pending), assigned=assigned, waiting=waiting)
     result.buckets_new = len(run.created)
-    result.waiting_reasons = write_waiting_page(ctx) if not stopped else None
+    result.waiting_reasons = write_waiting_page(ctx, run) if not stopped else None
     result.stopped = stopped or None
     result.kept_apart, result.low_content = len(run.kept_apart) or None, run.low_content or None
     result.reembedded = reembedded or None

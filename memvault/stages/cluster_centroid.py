@@ -180,16 +180,16 @@ class ClusterPass:
         if project:
             self.projects.setdefault(bucket, Counter())[project] += 1
 
-    def nearest(self, chunk_id: str, v: np.ndarray) -> bool:
-        """Join the nearest bucket when it is similar enough; False leaves the chunk waiting.
+    def choice(self, chunk_id: str, v: np.ndarray) -> tuple[str | None, float, str | None]:
+        """The bucket a chunk fits (None: none clears `cluster.assign_similarity`), its score,
+        and the closer bucket it was kept out of for the project margin (None: none).
 
-        A bucket holding only other projects' chunks must clear the threshold by the project margin;
-        a chunk whose nearest bucket holds `cluster.max_bucket_chunks` waits.
+        A bucket of another script is no candidate at all: its article is in another language.
+        A bucket holding only other projects' chunks must clear the threshold by the project margin.
         """
         settings = self.ctx.settings.cluster
         project = self.project(chunk_id)
         script = self.script(chunk_id)
-        # A bucket of another script is no candidate at all: its article is in another language.
         raw = {n: float(c @ v) for n, c in self.centroids.items()
                if not mixed([script, self.scripts.get(n, "none")])}
         scores = {n: s - (settings.project_margin if other_project(project, self.projects.get(n, ())) else 0.0)
@@ -198,22 +198,34 @@ class ClusterPass:
         if best is not None and scores[best] < settings.assign_similarity:
             best = None
         closest = max(raw, key=lambda n: raw[n], default=None)
-        if closest is not None and closest != best and raw[closest] >= settings.assign_similarity:
+        apart = closest if closest is not None and closest != best and raw[closest] >= settings.assign_similarity \
+            else None
+        return best, scores[best] if best is not None else 0.0, apart
+
+    def full(self, bucket: str) -> bool:
+        """Whether ``bucket`` holds `cluster.max_bucket_chunks` chunks (0: no limit)."""
+        return 0 < self.ctx.settings.cluster.max_bucket_chunks <= self.sizes.get(bucket, 0)
+
+    def nearest(self, chunk_id: str, v: np.ndarray) -> bool:
+        """Join the bucket the chunk fits (``choice``); False leaves the chunk waiting, as does a
+        bucket that is ``full``."""
+        best, score, apart = self.choice(chunk_id, v)
+        if apart is not None:
             self.kept_apart.add(chunk_id)
-            log.info("chunk %s kept out of %s, another project's bucket (%.2f, margin %.2f)", chunk_id[:8],
-                     closest, raw[closest], settings.project_margin)
+            log.info("chunk %s kept out of %s, another project's bucket (margin %.2f)", chunk_id[:8], apart,
+                     self.ctx.settings.cluster.project_margin)
         if best is None:
             return False
-        if 0 < settings.max_bucket_chunks <= self.sizes.get(best, 0):
-            # Full: the chunk waits to found a closer-knit topic beside it, never the next-best
+        if self.full(best):
+            # The chunk waits to found a closer-knit topic beside it, never the next-best
             # bucket (that mixed a dance studio's chunks into an article on pottery).
             log.info("chunk %s kept out of %s, full (%d chunks)", chunk_id[:8], best, self.sizes[best])
             return False
-        self.join(chunk_id, best, v, scores[best])
+        self.join(chunk_id, best, v, score)
         if log.isEnabledFor(logging.INFO):  # the conversation's title costs a ledger read
             row = self.rows([chunk_id])[0]
             log.info("chunk %s of %s → %s (%.2f)", chunk_id[:8],
-                     conv_label(row.conversation_id[:8], row.conversation_title), best, scores[best])
+                     conv_label(row.conversation_id[:8], row.conversation_title), best, score)
         return True
 
 

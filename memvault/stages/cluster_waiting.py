@@ -17,6 +17,7 @@ The page is derived: rewritten whole at the end of every cluster pass.
 """
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from memvault.ids import short_ids
 from memvault.hygiene.noise import LOW_CONTENT_WORDS, discussion_words
 from memvault.markdown.verbatim import escape
 from memvault.stages.context import StageContext
+
+if TYPE_CHECKING:
+    from memvault.stages.cluster_centroid import ClusterPass
 
 PAGE = "Waiting.md"
 TOO_SHORT = "too short"
@@ -38,32 +42,18 @@ def waiting_reason(text: str, nearest_full: bool = False) -> str:
     return TOPIC_FULL if nearest_full else WAITING
 
 
-def _nearest_is_full(ctx: StageContext, vectors: dict[str, list[float]]) -> set[str]:
-    """The chunks of ``vectors`` whose nearest bucket they could join holds the most it may."""
-    settings = ctx.settings.cluster
-    buckets = [b for b in ctx.ledger.buckets() if b.centroid]
-    if settings.max_bucket_chunks <= 0 or not buckets or not vectors:
-        return set()
-    width = len(buckets[0].centroid or ())
-    centroids = np.array([b.centroid for b in buckets if len(b.centroid or ()) == width], dtype=np.float32)
-    sizes = np.array([b.size for b in buckets if len(b.centroid or ()) == width])
-    out = set()
-    for cid, v in vectors.items():
-        if v is None or len(v) != width:
-            continue
-        sims = centroids @ np.asarray(v, dtype=np.float32)
-        best = int(np.argmax(sims))
-        if sims[best] >= settings.assign_similarity and sizes[best] >= settings.max_bucket_chunks:
-            out.add(cid)
-    return out
-
-
-def write_waiting_page(ctx: StageContext) -> dict[str, int]:
-    """Rewrite Meta/Waiting.md from the ledger's unassigned chunks; returns counts per reason."""
+def write_waiting_page(ctx: StageContext, run: "ClusterPass | None" = None) -> dict[str, int]:
+    """Rewrite Meta/Waiting.md from the ledger's unassigned chunks; returns counts per reason.
+    ``run`` (the pass just made) tells which of them fit a bucket that is full, by its own rules."""
     ledger = ctx.ledger
     vectors = dict(ledger.unassigned_chunks())
     ids = list(vectors)
-    full = _nearest_is_full(ctx, vectors)
+    full = set()
+    if run is not None and ctx.settings.cluster.max_bucket_chunks > 0:
+        for cid, v in vectors.items():
+            best = run.choice(cid, np.asarray(v, dtype=np.float32))[0] if v is not None else None
+            if best is not None and run.full(best):
+                full.add(cid)
     shorts = short_ids(ledger.conversation_ids()) if ids else {}
     rows: dict[str, list[str]] = {TOO_SHORT: [], WAITING: [], TOPIC_FULL: []}
     for chunk in ledger.chunks(ids):

@@ -75,6 +75,6 @@ def test_a_chunk_whose_nearest_bucket_is_full_waits_rather_than_join_the_next(ma
     # Meta/Waiting.md says why it waits (nothing dropped silently).
     from memvault.stages.cluster_waiting import write_waiting_page
 
-    assert write_waiting_page(ctx) == {"nearest topic full": 1}
+    assert write_waiting_page(ctx, run) == {"nearest topic full": 1}
     page = (ctx.vault.meta_dir / "Waiting.md").read_text(encoding="utf-8")
     assert "## Nearest topic full (1)" in page and "holds 4 chunks already" in page
