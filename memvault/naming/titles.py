@@ -165,9 +165,18 @@ def names_a_thing(words: Sequence[str]) -> bool:
     if not _can_be_noun(last) and (len(words) == 1 or not words[-1][:1].isupper()):
         return False  # a capital after the first word is a name's ("Prince Harry")
     lead = first.lower()
+    if len(words) >= 3 and words[1].lower() in _ARTICLES and not _gerund(lead):
+        # A word before an article is a verb and its object ("Watch the movie", "make a
+        # difference", "Joined a gym"), whatever its capital at a sentence's start, unless
+        # every word is a name's ("Make a Difference Day"); an activity is a gerund's
+        # ("Learning the piano").
+        return all(w[:1].isupper() for w in words if w.lower() not in _SMALL)
     # A participle describes ("stained glass", "guided meditation"); a bare verb commands or
     # tells ("made bowls", "won the final").
     return len(words) == 1 or first[:1].isupper() or _readings(lead) != {"VERB"} or _gerund(lead) or lead.endswith("ed")
+
+
+_ARTICLES = frozenset(("a", "an", "the"))
 
 
 def _can_be_noun(word: str) -> bool:
@@ -264,10 +273,19 @@ def _candidates(text: str, top: int) -> list[str]:
     out = []
     for phrase, _score in extractor.extract_keywords(text[:_MAX_TEXT]):
         phrase = " ".join(phrase.split())
+        if not acceptable(phrase):
+            phrase = _object_of(phrase)  # "Play the violin" names the violin
         if acceptable(phrase) and phrase.casefold() not in seen:
             seen.add(phrase.casefold())
             out.append(phrase)
     return out
+
+
+def _object_of(phrase: str) -> str:
+    """What a verb and its object ("joined a gym") are about — the words after the article —
+    or ``""`` when ``phrase`` is no such pair."""
+    parts = phrase.split()
+    return " ".join(parts[2:]) if len(parts) >= 3 and parts[1].lower() in _ARTICLES else ""
 
 
 def _has_phrase(phrase: str, text: str) -> bool:
