@@ -8,6 +8,9 @@ Each question goes through ``MemoryService.recall`` with the home's settings; th
 
 - ``gold_in_block``: share of questions whose block holds a gold evidence turn (its opening, as
   prompt_precision's ``in_block`` reads it);
+- ``gold_dated``: share whose block holds a gold turn with the day its session was held on that
+  hit's line (LoCoMo's turns say "last week": the answer to a "when" question needs the day),
+  overall and on the temporal questions (category 2);
 - ``repeated_hits``: hits whose whole text (40 characters or more) another hit of the same block
   shows — a turn beside the exchange that holds it;
 - ``hits_per_block``, ``mean_block_chars``.
@@ -19,6 +22,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -29,6 +33,25 @@ def repeated(texts: list[str]) -> int:
     """Hits whose text (folded, 40+ characters) another hit of the block holds whole."""
     folded = [" ".join(t.split()) for t in texts]
     return sum(1 for i, t in enumerate(folded) if len(t) >= 40 and any(t in u for j, u in enumerate(folded) if j != i))
+
+
+def session_days(data: list[dict[str, Any]]) -> dict[str, str]:
+    """Each turn's text → the day (YYYY-MM-DD) its session was held."""
+    from bench.recall_quality import sessions, turn_text
+
+    return {turn_text(t): when.strftime("%Y-%m-%d") for sample in data
+            for _, when, _, turns in sessions(sample["conversation"]) if when for t in turns}
+
+
+def dated(block: str, gold: list[str], days: dict[str, str]) -> bool:
+    """A hit of ``block`` shows a gold turn, and its line (the first of the hit) says the turn's day."""
+    from memvault.recall.evidence import as_written
+
+    for entry in block.split("\n\n"):
+        flat = " ".join(entry.split())
+        if any(g in days and as_written(g)[:60] in flat and days[g] in entry.split("\n", 1)[0] for g in gold):
+            return True
+    return False
 
 
 def main() -> int:
@@ -43,16 +66,25 @@ def main() -> int:
     home = build_home(data, args.work)
     service, embedder = reading_service(home, args.work)
     questions = [(q, gold) for split, q, gold, _ in answerable(data) if split == args.split]
-    held = repeats = hits = chars = 0
+    days = session_days(data)
+    temporal = {str(qa["question"]) for sample in data for qa in sample.get("qa", []) if qa.get("category") == 2}
+    held = repeats = hits = chars = with_day = 0
+    when_held = when_n = 0
     for q, gold in questions:
         answer = service.recall(q)
         held += in_block(answer["block"], gold)
+        with_day += dated(answer["block"], gold, days)
+        if q in temporal:
+            when_n += 1
+            when_held += dated(answer["block"], gold, days)
         repeats += repeated([h["text"] for h in answer["hits"]])
         hits += len(answer["hits"])
         chars += len(answer["block"])
     embedder.save()
     n = max(len(questions), 1)
     print(json.dumps({"split": args.split, "questions": len(questions), "gold_in_block": round(held / n, 4),
+                      "gold_dated": round(with_day / n, 4), "temporal_questions": when_n,
+                      "temporal_gold_dated": round(when_held / max(when_n, 1), 4),
                       "repeated_hits": repeats, "hits_per_block": round(hits / n, 2),
                       "mean_block_chars": round(chars / n)}, indent=2))
     return 0

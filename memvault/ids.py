@@ -23,6 +23,16 @@ def conv_ref(cid: str) -> str:
     return f"conv:{cid}"
 
 
+def node_id(doc: str, path: str) -> str:
+    """A node's id in the index: its document key and its stable path (``memvault.stages.index_rows``)."""
+    return hashlib.sha256(f"{doc}\x1f{path}".encode()).hexdigest()[:32]
+
+
+def conversation_node_id(doc: str) -> str:
+    """The id of a conversation's own node (its root: the stable path ``/``), from its document key."""
+    return node_id(doc, "/")
+
+
 def content_hash(text: str) -> str:
     """Hash of a piece of text, used to skip unchanged work."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -15,12 +15,14 @@ from memvault.embeddings import MODEL_DIMS, Embedder
 from memvault.embeddings.base import say
 from memvault.embeddings.select import embedder_for
 from memvault.errors import EmbedderMismatchError, NotFoundError, UsageError
+from memvault.ids import conversation_node_id
 from memvault.markdown.tree import article_nodes
 from memvault.markdown.wikilinks import find_links, link_key
 from memvault.ops.results import (Article, ArticleLinks, ArticleSummary, Node, Recall, RecallHit, SearchHit, Section,
                                    TimelineNode, TocEntry)
 from memvault.recall.access import ACCESS_LOG, append_access
 from memvault.recall.block import render_block
+from memvault.recall.evidence import day
 from memvault.recall.query import hop_terms
 from memvault.recall.scope import Scope, in_project
 from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_head, select
@@ -28,6 +30,7 @@ from memvault.config.settings import Settings
 from stores.vault import Vault
 
 # The date a section heading ends with (memvault/naming/headings.py: "About (2026-09-14)").
+_TURNS = ("message", "exchange")  # nodes said at one time in a conversation
 _DATE_SUFFIX = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
 
 if TYPE_CHECKING:  # imported when first used: the article tools never load lancedb (~1.7 s CPU)
@@ -245,17 +248,31 @@ class MemoryService:
         picked = self._select(cands, lookup, max_nodes or r.max_nodes, max_chars or r.max_chars,
                               max_node_chars or r.max_node_chars, cwd, query)
         hits: list[RecallHit] = []
+        titles = self._conversation_titles([rows[s.id] for s in picked if rows[s.id]["kind"] in _TURNS], rows)
         for s in picked:
             row = rows[s.id]
             cite = row["doc"] if row["doc"].startswith("conv:") else f"[[{row['doc']}]]"
             if row["doc"].startswith("conv:"):
                 cite = row["path"].split("/")[1]
-            hits.append({"id": s.id, "path": row["path"], "title": row["title"], "kind": row["kind"],
-                         "score": round(s.score, 6), "text": s.text, "cite": cite,
+            # A turn's own title is its text: it stands under its conversation's, with the day it was said.
+            turn = row["kind"] in _TURNS
+            hits.append({"id": s.id, "path": row["path"], "title": titles.get(row["doc"]) if turn else row["title"],
+                         "kind": row["kind"], "score": round(s.score, 6), "text": s.text, "cite": cite,
+                         "date": day(row.get("created_at")) or None if turn else None,
                          "project": row.get("project"), "source": row.get("source"),
                          "explain": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in s.explain.items()}})
         self._log_access([h["id"] for h in hits])
         return {"query": query, "block": render_block(query, hits), "hits": hits}
+
+    def _conversation_titles(self, turns: list[dict[str, Any]], rows: dict[str, dict[str, Any]]) -> dict[str, str]:
+        """Document → its conversation's title, for the documents of ``turns``: from the rows
+        recall read, the others in one read of the index."""
+        docs = {r["doc"] for r in turns}
+        titles = {r["doc"]: str(r.get("title") or "") for r in rows.values()
+                  if r.get("kind") == "conversation" and r["doc"] in docs}
+        missing = [conversation_node_id(d) for d in sorted(docs - titles.keys())]
+        titles |= {r["doc"]: str(r.get("title") or "") for r in (self.nodes.get(missing) if missing else [])}
+        return titles
 
     def _select(self, cands: list[Candidate], lookup: Callable[[list[str]], dict[str, Candidate]],
                 max_nodes: int, max_chars: int, max_node_chars: int, cwd: str | None = None,

@@ -49,6 +49,7 @@ class RecallHit(TypedDict):
     score: float
     text: str
     cite: str
+    date: str | None  # the day a turn was said (YYYY-MM-DD); None for articles
     project: str | None
     source: str | None
     explain: Explain

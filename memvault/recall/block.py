@@ -195,17 +195,21 @@ def render_block(query: str, hits: Sequence[Mapping[str, Any]]) -> str:
     """A ``<memory-recall>`` block for ``query``; every piece of recalled text is escaped.
 
     A hit has ``path`` and ``text``, and optionally ``title``, ``cite`` (citation id,
-    ``id`` is used when absent) and ``date``.
+    ``id`` is used when absent) and ``date``. A text that opens with its title (a section's
+    heading) is shown without it: the hit's line says it already.
     """
     lines = ["<memory-recall>", HEADER, f"Query: {escape_frame_tags(' '.join(query.split()))}", ""]
     if not hits:
         lines += ["(nothing relevant was found)", ""]
     for n, hit in enumerate(hits, start=1):
-        path, text = _field(hit, "path", n), _field(hit, "text", n)
-        title = str(hit.get("title") or path)
+        path, text = _field(hit, "path", n), _field(hit, "text", n).strip()
+        title = " ".join(str(hit.get("title") or "").split())
         cite = hit.get("cite") or hit.get("id") or path
         date = f" · {hit['date']}" if hit.get("date") else ""
-        head = f"[{n}] {title} — {path} (cite: {cite}){date}"
-        lines += [escape_frame_tags(" ".join(head.split())), escape_frame_tags(text.strip()), ""]
+        head = f"[{n}] {title + ' — ' if title else ''}{path} (cite: {cite}){date}"
+        first, _, rest = text.partition("\n")
+        if title and " ".join(first.split()) == title and rest.strip():
+            text = rest.strip()
+        lines += [escape_frame_tags(" ".join(head.split())), escape_frame_tags(text), ""]
     lines.append("</memory-recall>")
     return "\n".join(lines)

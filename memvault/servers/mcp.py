@@ -116,6 +116,7 @@ class Hit(BaseModel):
     doc: str | None = None
     cite: str | None = None
     text: str | None = None
+    date: str | None = None
     project: str | None = None
     source: str | None = None
 

@@ -17,14 +17,14 @@ from typing import Any, ClassVar
 
 from memvault.errors import EmbedderMismatchError
 from memvault.failpoints import failpoint
-from memvault.ids import conv_ref, short_ids
+from memvault.ids import conv_ref, node_id, short_ids
 from memvault.markdown.tree import article_nodes
 from memvault.runs.progress import current
 from memvault.recall.access import ACCESS_LOG, fold_access
 from memvault.stages.context import StageContext
 from memvault.stages.result import StageResult
 from memvault.stages.index_rows import (ARTICLE_IMPORTANCE, CONVERSATION_IMPORTANCE, context_texts, conversation_rows, embed_rows,
-                              kin, node_hash, node_id, replies, rows_for, similar_edges, sync_doc, write_index)
+                              kin, node_hash, replies, rows_for, similar_edges, sync_doc, write_index)
 
 __all__ = ["ARTICLE_IMPORTANCE", "CONVERSATION_IMPORTANCE", "IndexResult", "context_texts", "conversation_rows",
            "embed_rows", "kin", "missing_conversations", "node_hash", "node_id", "replies", "rows_for",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from memvault.ids import conv_ref
+from memvault.ids import conv_ref, node_id
 from memvault.hygiene.noise import strip_noise
 from memvault.runs.progress import Progress
 from memvault.markdown.tree import TreeNode, conversation_nodes, truncate
@@ -30,10 +30,6 @@ log = logging.getLogger(__name__)
 # an article starts a little ahead; both stay mid-scale so access and edits can move them.
 ARTICLE_IMPORTANCE = 0.5
 CONVERSATION_IMPORTANCE = 0.3
-
-
-def node_id(doc: str, path: str) -> str:
-    return hashlib.sha256(f"{doc}\x1f{path}".encode()).hexdigest()[:32]
 
 
 CONTEXT_CHARS = 200  # each neighbouring turn contributes at most this much to an embedding

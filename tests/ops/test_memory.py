@@ -58,6 +58,12 @@ def test_recall_ranks_turns_explains_and_logs_access(service: MemoryService) -> 
     out = service.recall("What did Ann name her dog?", max_nodes=3, max_chars=300, max_node_chars=120)
     assert 0 < len(out["hits"]) <= 3
     assert sum(len(h["text"]) for h in out["hits"]) <= 300 and all(len(h["text"]) <= 120 for h in out["hits"])
+    # A turn stands under its conversation's title (its own title is its text) with the day it
+    # was said, which a "when" question needs: the block's line says both.
+    turn = next(h for h in out["hits"] if h["kind"] == "message")
+    assert (turn["title"], turn["date"]) == ("Ann and Bo", "2023-05-08")
+    assert service._conversation_titles([{"doc": "conv:chat"}], {}) == {"conv:chat": "Ann and Bo"}  # read by its id
+    assert f"] Ann and Bo — {turn['path']} (cite: {turn['cite']}) · 2023-05-08\n{turn['text']}" in out["block"]
     log = service.settings.state_dir / ACCESS_LOG
     assert log.read_text().count('"ids"') == 1
 

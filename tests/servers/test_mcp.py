@@ -140,6 +140,9 @@ def test_structured_content_version_templates_and_honest_errors(session_results)
     assert all(tools[n].output_schema for n in TOOLS | WRITE_TOOLS)
     rec = r["recall"].structured_content
     assert rec["block"] == ok(r["recall"]) and rec["hits"] and {"id", "score", "cite"} <= set(rec["hits"][0])
+    # A turn's hit says the day it was said; an article's none.
+    assert all(bool(h["date"]) == (h["kind"] in ("message", "exchange")) for h in rec["hits"])
+    assert any(h["date"] for h in rec["hits"]) and any(h["kind"] == "section" for h in rec["hits"])
     assert r["search"].structured_content["hits"][0]["id"] in ok(r["search"])
     assert r["get"].structured_content["nodes"][0]["id"] == r["node_id"]
     assert r["empty"].is_error and "empty" in text_of(r["empty"])

@@ -8,6 +8,7 @@ is taken this way).
 
 import os
 import subprocess
+import re
 import urllib.parse
 from pathlib import Path
 
@@ -113,6 +114,7 @@ def test_web_page_in_headless_chromium(served: tuple[str, str], tmp_path: Path) 
         browser.press_enter()
         hits = browser.wait_for("document.querySelectorAll('#hits .hit').length && document.getElementById('hits').innerText")
         assert "14 days" in hits
+        assert re.search(r" · \d{4}-\d{2}-\d{2} · /conv:", hits)  # a turn says the day it was said
         assert browser.evaluate("location.hash") == "#/s/" + urllib.parse.quote("how long are postgres backups kept on the NAS")
 
         # An article: its citations are links; the first opens the cited conversation.

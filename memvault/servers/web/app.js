@@ -145,7 +145,7 @@ async function search(query) {
     const title = h.title || h.path;
     return el("div", { class: "hit" },
       href ? el("a", { href }, title) : el("strong", {}, title),
-      el("span", { class: "muted" }, ` · ${h.source || ""} · ${h.path}`),
+      el("span", { class: "muted" }, ` · ${h.source || ""}${h.date ? ` · ${h.date}` : ""} · ${h.path}`),
       el("p", { class: "text" }, h.text));
   });
   show(el("h1", {}, `Search: ${query}`),
