@@ -248,15 +248,14 @@ class MemoryService:
         picked = self._select(cands, lookup, max_nodes or r.max_nodes, max_chars or r.max_chars,
                               max_node_chars or r.max_node_chars, cwd, query)
         hits: list[RecallHit] = []
-        titles = self._conversation_titles([rows[s.id] for s in picked if rows[s.id]["kind"] in _TURNS], rows)
+        titles = self._context_titles([rows[s.id] for s in picked], rows)
         for s in picked:
             row = rows[s.id]
             cite = row["doc"] if row["doc"].startswith("conv:") else f"[[{row['doc']}]]"
             if row["doc"].startswith("conv:"):
                 cite = row["path"].split("/")[1]
-            # A turn's own title is its text: it stands under its conversation's, with the day it was said.
             turn = row["kind"] in _TURNS
-            hits.append({"id": s.id, "path": row["path"], "title": titles.get(row["doc"]) if turn else row["title"],
+            hits.append({"id": s.id, "path": row["path"], "title": titles.get(s.id, row["title"]),
                          "kind": row["kind"], "score": round(s.score, 6), "text": s.text, "cite": cite,
                          "date": day(row.get("created_at")) or None if turn else None,
                          "project": row.get("project"), "source": row.get("source"),
@@ -264,15 +263,16 @@ class MemoryService:
         self._log_access([h["id"] for h in hits])
         return {"query": query, "block": render_block(query, hits), "hits": hits}
 
-    def _conversation_titles(self, turns: list[dict[str, Any]], rows: dict[str, dict[str, Any]]) -> dict[str, str]:
-        """Document → its conversation's title, for the documents of ``turns``: from the rows
-        recall read, the others in one read of the index."""
-        docs = {r["doc"] for r in turns}
-        titles = {r["doc"]: str(r.get("title") or "") for r in rows.values()
-                  if r.get("kind") == "conversation" and r["doc"] in docs}
-        missing = [conversation_node_id(d) for d in sorted(docs - titles.keys())]
-        titles |= {r["doc"]: str(r.get("title") or "") for r in (self.nodes.get(missing) if missing else [])}
-        return titles
+    def _context_titles(self, hits: list[dict[str, Any]], rows: dict[str, dict[str, Any]]) -> dict[str, str]:
+        """Hit id → the title it stands under, for the hits whose own title is their text cut
+        short: a turn its conversation's, a paragraph its section's. From the rows recall read,
+        the others in one read of the index."""
+        above = {r["id"]: conversation_node_id(r["doc"]) if r["kind"] in _TURNS else str(r["parent"])
+                 for r in hits if r["kind"] in _TURNS or (r["kind"] == "paragraph" and r.get("parent"))}
+        missing = sorted(set(above.values()) - rows.keys())
+        found = {r["id"]: r for r in (self.nodes.get(missing) if missing else [])}
+        return {hit: str(node.get("title") or "") for hit, up in above.items()
+                if (node := rows.get(up) or found.get(up)) is not None}
 
     def _select(self, cands: list[Candidate], lookup: Callable[[list[str]], dict[str, Candidate]],
                 max_nodes: int, max_chars: int, max_node_chars: int, cwd: str | None = None,

@@ -62,7 +62,7 @@ def test_recall_ranks_turns_explains_and_logs_access(service: MemoryService) -> 
     # was said, which a "when" question needs: the block's line says both.
     turn = next(h for h in out["hits"] if h["kind"] == "message")
     assert (turn["title"], turn["date"]) == ("Ann and Bo", "2023-05-08")
-    assert service._conversation_titles([{"doc": "conv:chat"}], {}) == {"conv:chat": "Ann and Bo"}  # read by its id
+    assert service._context_titles([{"id": "t", "doc": "conv:chat", "kind": "message"}], {}) == {"t": "Ann and Bo"}  # read by its id
     assert f"] Ann and Bo — {turn['path']} (cite: {turn['cite']}) · 2023-05-08\n{turn['text']}" in out["block"]
     log = service.settings.state_dir / ACCESS_LOG
     assert log.read_text().count('"ids"') == 1
@@ -159,3 +159,16 @@ def test_the_prompt_hook_takes_its_own_candidate_depth(service: MemoryService) -
     assert max(c.vector_rank or 0 for c in cands) == 2 and max(c.fts_rank or 0 for c in cands) <= 2
     _, _, wide, _ = service.scored_candidates(query)
     assert len(wide) > len(cands) and service.settings.recall.top_k > service.settings.live.prompt_top_k
+
+
+def test_an_article_paragraph_stands_under_its_section(demo_copy: Path, embedder) -> None:
+    # A paragraph's own title is its text cut short; its hit takes its section's heading.
+    service = MemoryService(load_settings(demo_copy), embedder)
+    out = service.recall("sourdough starter feeding while we are away", max_nodes=12)
+    paragraphs = [h for h in out["hits"] if h["kind"] == "paragraph"]
+    assert paragraphs
+    for n, hit in enumerate(out["hits"], start=1):
+        if hit["kind"] == "paragraph":
+            section = service.get([str(service.get([hit["id"]])[0]["parent"])])[0]
+            assert hit["title"] == section["title"] and hit["date"] is None
+            assert f"[{n}] {section['title']} — {hit['path']} (cite: " in out["block"]
