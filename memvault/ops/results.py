@@ -49,7 +49,7 @@ class RecallHit(TypedDict):
     score: float
     text: str
     cite: str
-    date: str | None  # the day a turn was said (YYYY-MM-DD); None for articles
+    date: NotRequired[str | None]  # the day a turn was said (YYYY-MM-DD), None for articles; absent from an older hub
     project: str | None
     source: str | None
     explain: Explain

@@ -270,3 +270,17 @@ def test_a_hub_that_answers_garbage_leaves_the_spool(hub: Hub, tmp_path: Path) -
         assert not (laptop / ".memvault" / "hub-acked.json").exists()
     finally:
         server.shutdown()
+
+
+def test_a_recall_from_a_hub_before_dates_still_reads() -> None:
+    # A hub not yet updated answers hits without `date`: the client reads and shows them.
+    from memvault.ops.hub_remote import parse
+    from memvault.ops.results import Recall
+    from memvault.recall.block import render_block
+
+    hit = {"id": "n1", "path": "/conv:ab12cd34/e1/m2", "title": "Backups", "kind": "message", "score": 1.0,
+           "text": "assistant: keep 14 days", "cite": "conv:ab12cd34", "project": None, "source": "claude_code",
+           "explain": {}}
+    got = parse(Recall, {"query": "q", "block": "", "hits": [hit]}, "recall")
+    assert got["hits"][0] == hit
+    assert "[1] Backups — /conv:ab12cd34/e1/m2 (cite: conv:ab12cd34)\nassistant: keep 14 days" in render_block("q", got["hits"])
