@@ -29,8 +29,8 @@ from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_hea
 from memvault.config.settings import Settings
 from stores.vault import Vault
 
-# The date a section heading ends with (memvault/naming/headings.py: "About (2026-09-14)").
 _TURNS = ("message", "exchange")  # nodes said at one time in a conversation
+# The date a section heading ends with (memvault/naming/headings.py: "About (2026-09-14)").
 _DATE_SUFFIX = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
 
 if TYPE_CHECKING:  # imported when first used: the article tools never load lancedb (~1.7 s CPU)
@@ -257,7 +257,7 @@ class MemoryService:
             turn = row["kind"] in _TURNS
             hits.append({"id": s.id, "path": row["path"], "title": titles.get(s.id, row["title"]),
                          "kind": row["kind"], "score": round(s.score, 6), "text": s.text, "cite": cite,
-                         "date": day(row.get("created_at")) or None if turn else None,
+                         "date": (day(row.get("created_at")) or None) if turn else None,
                          "project": row.get("project"), "source": row.get("source"),
                          "explain": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in s.explain.items()}})
         self._log_access([h["id"] for h in hits])
