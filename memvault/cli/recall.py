@@ -101,7 +101,7 @@ def search(
 
         def text() -> None:
             for h in hits:
-                plain(f"{h['score']:.4f}  {h['id']}  {h['path']}")
+                plain(f"{h['score']:.4f}  {h['id']}  {h['path']}" + (f"  {h['date']}" if h.get("date") else ""))
 
         render(as_json, {"query": query, "hits": hits}, text)
 
@@ -124,7 +124,8 @@ def timeline(
         def text() -> None:
             for r in rows:
                 # One line per node: a node's text may hold line breaks (a conversation's date and source).
-                plain(("→ " if r["anchor"] else "  ") + f"{r['path']}: {' '.join(r['text'].split())[:160]}")
+                said = f" · {r['date']}" if r.get("date") else ""
+                plain(("→ " if r["anchor"] else "  ") + f"{r['path']}{said}: {' '.join(r['text'].split())[:160]}")
 
         render(as_json, rows, text)
 

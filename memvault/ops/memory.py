@@ -37,6 +37,12 @@ if TYPE_CHECKING:  # imported when first used: the article tools never load lanc
     from stores.nodes import NodeIndex
 
 
+def _said(row: dict[str, Any]) -> str | None:
+    """The day a turn was said (``YYYY-MM-DD``); None for any other node (an article's or a
+    conversation's stored time is when it was indexed)."""
+    return (day(row.get("created_at")) or None) if row.get("kind") in _TURNS else None
+
+
 def _checked(query: str) -> str:
     """The query, or ``UsageError``: an empty query would return arbitrary nodes."""
     if not isinstance(query, str) or not query.strip():
@@ -232,7 +238,7 @@ class MemoryService:
         for s in scored[:limit]:
             r = rows[s.id]
             out.append({"id": s.id, "title": r["title"], "path": r["path"], "kind": r["kind"],
-                        "doc": r["doc"], "score": round(s.score, 6), "project": r.get("project"),
+                        "doc": r["doc"], "score": round(s.score, 6), "date": _said(r), "project": r.get("project"),
                         "source": r.get("source")})
         return out
 
@@ -254,10 +260,9 @@ class MemoryService:
             cite = row["doc"] if row["doc"].startswith("conv:") else f"[[{row['doc']}]]"
             if row["doc"].startswith("conv:"):
                 cite = row["path"].split("/")[1]
-            turn = row["kind"] in _TURNS
             hits.append({"id": s.id, "path": row["path"], "title": titles.get(s.id, row["title"]),
                          "kind": row["kind"], "score": round(s.score, 6), "text": s.text, "cite": cite,
-                         "date": (day(row.get("created_at")) or None) if turn else None,
+                         "date": _said(row),
                          "project": row.get("project"), "source": row.get("source"),
                          "explain": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in s.explain.items()}})
         self._log_access([h["id"] for h in hits])
@@ -319,7 +324,7 @@ class MemoryService:
         pos = next(i for i, r in enumerate(doc) if r["id"] == node_id)
         part = doc[max(0, pos - before): pos + after + 1]
         return [{"id": r["id"], "path": r["path"], "kind": r["kind"], "title": r["title"], "text": r["text"],
-                 "anchor": r["id"] == node_id} for r in part]
+                 "date": _said(r), "anchor": r["id"] == node_id} for r in part]
 
     # -- article tools ------------------------------------------------------------------------
     def list_articles(self) -> list[ArticleSummary]:

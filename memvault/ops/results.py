@@ -35,6 +35,7 @@ class SearchHit(TypedDict):
     kind: str
     doc: str
     score: float
+    date: NotRequired[str | None]  # the day a turn was said (YYYY-MM-DD), None for other nodes; absent from an older hub
     project: str | None
     source: str | None
 
@@ -49,7 +50,7 @@ class RecallHit(TypedDict):
     score: float
     text: str
     cite: str
-    date: NotRequired[str | None]  # the day a turn was said (YYYY-MM-DD), None for articles; absent from an older hub
+    date: NotRequired[str | None]  # as a search hit's
     project: str | None
     source: str | None
     explain: Explain
@@ -78,6 +79,7 @@ class TimelineNode(TypedDict):
     kind: str
     title: str | None
     text: str
+    date: NotRequired[str | None]  # as a search hit's
     anchor: bool
 
 

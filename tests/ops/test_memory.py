@@ -63,6 +63,12 @@ def test_recall_ranks_turns_explains_and_logs_access(service: MemoryService) -> 
     turn = next(h for h in out["hits"] if h["kind"] == "message")
     assert (turn["title"], turn["date"]) == ("Ann and Bo", "2023-05-08")
     assert service._context_titles([{"id": "t", "doc": "conv:chat", "kind": "message"}], {}) == {"t": "Ann and Bo"}  # read by its id
+    # So do search's hits and timeline's nodes (the conversation's own node: when it was indexed, not said).
+    said = {"message": "2023-05-08", "exchange": "2023-05-08"}
+    found = service.search("What did Ann name her dog?", limit=8)
+    around = service.timeline(turn["id"], 2, 2)
+    assert all(x["date"] == said.get(x["kind"]) for x in [*found, *around])
+    assert {x["kind"] for x in [*found, *around]} >= {"message", "conversation"}
     assert f"] Ann and Bo — {turn['path']} (cite: {turn['cite']}) · 2023-05-08\n{turn['text']}" in out["block"]
     log = service.settings.state_dir / ACCESS_LOG
     assert log.read_text().count('"ids"') == 1
