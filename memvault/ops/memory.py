@@ -22,25 +22,18 @@ from memvault.ops.results import (Article, ArticleLinks, ArticleSummary, Node, R
                                    TimelineNode, TocEntry)
 from memvault.recall.access import ACCESS_LOG, append_access
 from memvault.recall.block import render_block
-from memvault.recall.evidence import day
+from memvault.recall.evidence import TURNS, said
 from memvault.recall.query import hop_terms
 from memvault.recall.scope import Scope, in_project
 from memvault.recall.scoring import Candidate, Scored, ScoringWeights, score_head, select
 from memvault.config.settings import Settings
 from stores.vault import Vault
 
-_TURNS = ("message", "exchange")  # nodes said at one time in a conversation
 # The date a section heading ends with (memvault/naming/headings.py: "About (2026-09-14)").
 _DATE_SUFFIX = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
 
 if TYPE_CHECKING:  # imported when first used: the article tools never load lancedb (~1.7 s CPU)
     from stores.nodes import NodeIndex
-
-
-def _said(row: dict[str, Any]) -> str | None:
-    """The day a turn was said (``YYYY-MM-DD``); None for any other node (an article's or a
-    conversation's stored time is when it was indexed)."""
-    return (day(row.get("created_at")) or None) if row.get("kind") in _TURNS else None
 
 
 def _checked(query: str) -> str:
@@ -238,7 +231,7 @@ class MemoryService:
         for s in scored[:limit]:
             r = rows[s.id]
             out.append({"id": s.id, "title": r["title"], "path": r["path"], "kind": r["kind"],
-                        "doc": r["doc"], "score": round(s.score, 6), "date": _said(r), "project": r.get("project"),
+                        "doc": r["doc"], "score": round(s.score, 6), "date": said(r) or None, "project": r.get("project"),
                         "source": r.get("source")})
         return out
 
@@ -262,7 +255,7 @@ class MemoryService:
                 cite = row["path"].split("/")[1]
             hits.append({"id": s.id, "path": row["path"], "title": titles.get(s.id, row["title"]),
                          "kind": row["kind"], "score": round(s.score, 6), "text": s.text, "cite": cite,
-                         "date": _said(row),
+                         "date": said(row) or None,
                          "project": row.get("project"), "source": row.get("source"),
                          "explain": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in s.explain.items()}})
         self._log_access([h["id"] for h in hits])
@@ -272,8 +265,8 @@ class MemoryService:
         """Hit id → the title it stands under, for the hits whose own title is their text cut
         short: a turn its conversation's, a paragraph its section's. From the rows recall read,
         the others in one read of the index."""
-        above = {r["id"]: conversation_node_id(r["doc"]) if r["kind"] in _TURNS else str(r["parent"])
-                 for r in hits if r["kind"] in _TURNS or (r["kind"] == "paragraph" and r.get("parent"))}
+        above = {r["id"]: conversation_node_id(r["doc"]) if r["kind"] in TURNS else str(r["parent"])
+                 for r in hits if r["kind"] in TURNS or (r["kind"] == "paragraph" and r.get("parent"))}
         missing = sorted(set(above.values()) - rows.keys())
         found = {r["id"]: r for r in (self.nodes.get(missing) if missing else [])}
         return {hit: str(node.get("title") or "") for hit, up in above.items()
@@ -324,7 +317,7 @@ class MemoryService:
         pos = next(i for i, r in enumerate(doc) if r["id"] == node_id)
         part = doc[max(0, pos - before): pos + after + 1]
         return [{"id": r["id"], "path": r["path"], "kind": r["kind"], "title": r["title"], "text": r["text"],
-                 "date": _said(r), "anchor": r["id"] == node_id} for r in part]
+                 "date": said(r) or None, "anchor": r["id"] == node_id} for r in part]
 
     # -- article tools ------------------------------------------------------------------------
     def list_articles(self) -> list[ArticleSummary]:

@@ -177,16 +177,20 @@ def excerpt(text: str, focus: Sequence[str], limit: int, fill: bool = True, lead
     return out
 
 
-def _said(row: Mapping[str, Any]) -> str:
-    """The day a turn was said. An article node's date is when it was indexed (its sections
-    carry their own dates in their headings), so only turns have one here."""
-    return day(row.get("created_at")) if row.get("kind") == "message" else ""
+TURNS = ("message", "exchange")  # nodes said at one time in a conversation
+
+
+def said(row: Mapping[str, Any]) -> str:
+    """The day a turn was said, or ``""``. An article node's date is when it was indexed (its
+    sections carry their own dates in their headings), and so is a conversation node's: only
+    turns have one here."""
+    return day(row.get("created_at")) if row.get("kind") in TURNS else ""
 
 
 def _turn_line(row: Mapping[str, Any], hit: bool, room: int, shape: Shape = Shape(), dated: bool = True,
                focus: Sequence[str] = ()) -> str:
     text = as_written(str(row.get("text") or ""))
-    date = _said(row) if dated else ""
+    date = said(row) if dated else ""
     mark = "»" if hit else " "
     limit = min(room, shape.hit_chars if hit else shape.context_chars)
     body = excerpt(text, focus, limit) if focus else truncate(text, limit)
@@ -212,7 +216,7 @@ def render_prompt_block(query: str, passages: Sequence[Passage], max_chars: int,
         n = len([x for x in body if x.startswith("[") and " (cite: " in x]) + 1
         if rank > shape.context_for:
             p = Passage(p.doc, p.title, p.cite, [r for r in p.rows if r["id"] in p.hits], p.hits, p.ranked)
-        days = {_said(r) for r in p.rows}
+        days = {said(r) for r in p.rows}
         once = shape.day_once and len(days) == 1 and "" not in days
         title = escape_frame_tags(" ".join(f"[{n}] {days.pop() + ' ' if once else ''}{p.title} (cite: {p.cite})".split()))
         room = max_chars - used - len(title) - 2
