@@ -37,11 +37,11 @@ from memvault.errors import EmbedderMismatchError, EmbeddingServerError, IndexMi
 from memvault.config.settings import Settings
 from stores.location import index_bytes, index_uri, local_path, record_index_embedder
 from stores.nodes_schema import (COLD, COLD_SCHEMA, LIFTED_COLUMNS, LIGHT_COLUMNS, META, META_SCHEMA, NODES,
-                                 RECALL_COLUMNS, SIMILAR_TYPE, id_list, node_schema, now_utc, quote, records,
+                                 RECALL_COLUMNS, SCORED_COLUMNS, SIMILAR_TYPE, id_list, node_schema, now_utc, quote, records,
                                  scope_filter)
 from stores.nodes_write import NodeWrites
 
-__all__ = ["COLD", "COLD_SCHEMA", "LIFTED_COLUMNS", "LIGHT_COLUMNS", "META", "META_SCHEMA", "NODES", "RECALL_COLUMNS",
+__all__ = ["COLD", "COLD_SCHEMA", "LIFTED_COLUMNS", "LIGHT_COLUMNS", "META", "META_SCHEMA", "NODES", "RECALL_COLUMNS", "SCORED_COLUMNS",
            "SIMILAR_TYPE", "IndexStatus", "NodeIndex", "embedding_model", "node_schema", "now_utc", "scope_filter"]
 
 
@@ -225,7 +225,7 @@ class NodeIndex(NodeWrites):
             self.nodes = self.db.open_table(NODES)
             self.meta = self.db.open_table(META)
         self._reader: AsyncTable | None = None  # the async handle of the nodes table, opened on first search
-        missing = [c for c in ("fts_text", "similar", "reply", "kin", "project", "source", "doc_date", "card")
+        missing = [c for c in ("fts_text", "similar", "reply", "kin", "project", "source", "doc_date", "card", "sentences")
                    if c not in self.nodes.schema.names]
         if missing:
             raise IndexMismatchError(
@@ -434,7 +434,7 @@ class NodeIndex(NodeWrites):
         full-text search is then under way while it runs; None: full text only (an index of
         another embedder). A vector of another width than the index's is refused, never searched."""
         table = self._table()
-        fts = _submit(self._fts(table, query, k, RECALL_COLUMNS + ["vector"], where))
+        fts = _submit(self._fts(table, query, k, RECALL_COLUMNS + SCORED_COLUMNS, where))
         vector = vector() if callable(vector) else vector
         if vector is None:
             return [], fts.result()
@@ -446,7 +446,7 @@ class NodeIndex(NodeWrites):
         # 100k nodes, ten times that at 1M). Pending nodes hold a zero or no vector, which
         # cosine search never returns; a pending row that slips through is dropped below.
         vq = table.query().nearest_to(vector.astype(np.float32)).distance_type("cosine")
-        vq = (vq.nprobes(nprobes).refine_factor(refine_factor).select(RECALL_COLUMNS + ["vector", "_distance"]).limit(k))
+        vq = (vq.nprobes(nprobes).refine_factor(refine_factor).select(RECALL_COLUMNS + SCORED_COLUMNS + ["_distance"]).limit(k))
         if where:
             vq = vq.where(where)
 
@@ -458,7 +458,7 @@ class NodeIndex(NodeWrites):
     def text_search(self, query: str, k: int, where: str | None = None) -> list[dict[str, Any]]:
         """Full-text top-``k`` alone (with ``_score``, ``RECALL_COLUMNS`` and the vector): recall's
         second hop, which searches for words of the first hop's hits, not of the query."""
-        return _run(self._fts(self._table(), query, k, RECALL_COLUMNS + ["vector"], where))
+        return _run(self._fts(self._table(), query, k, RECALL_COLUMNS + SCORED_COLUMNS, where))
 
     def rows_of(self, ids: Sequence[str], scope: str | None = None) -> list[dict[str, Any]]:
         """``LIFTED_COLUMNS`` and the vector of each of ``ids`` that exists, in one read (the
@@ -467,6 +467,6 @@ class NodeIndex(NodeWrites):
         if not ids:
             return []
         where = "id IN " + id_list(ids) + (f" AND ({scope})" if scope else "")
-        query = self._table().query().where(where).select(LIFTED_COLUMNS + ["vector"]).limit(len(ids))
+        query = self._table().query().where(where).select(LIFTED_COLUMNS + SCORED_COLUMNS).limit(len(ids))
         return records(_run(query.to_arrow()))
 

@@ -30,6 +30,10 @@ def node_schema(dim: int) -> pa.Schema:
         pa.field("ref", pa.string()),
         pa.field("ord", pa.int32()),
         pa.field("vector", pa.list_(pa.float32(), dim)),
+        # A turn's first sentences, each embedded alone (``index.sentence_vectors``), one
+        # ``dim`` block after another; null for a node of one sentence and for other kinds.
+        # Recall weighs the best of them with the vector (``memvault.recall.scoring``).
+        pa.field("sentences", pa.list_(pa.float32())),
         pa.field("pending", pa.bool_()),
         pa.field("content_hash", pa.string()),
         pa.field("created_at", pa.timestamp("us")),
@@ -70,6 +74,8 @@ CARD_FIELDS = ("id", "doc", "path", "kind", "title", "text", "ref", "created_at"
                "parent", "reply", "kin", "similar", "access", "pending")
 LIFTED_COLUMNS = ["card"]
 RECALL_COLUMNS = ["card"]
+# What recall scores a candidate's meaning with: its vector and its turn's sentence vectors.
+SCORED_COLUMNS = ["vector", "sentences"]
 
 
 def _stored_time(value: Any) -> str | None:
@@ -131,11 +137,30 @@ def records(table: pa.Table) -> list[dict[str, Any]]:
         matrix: Any = flat.reshape(-1, dim)
     else:  # rows without a vector (cold nodes) leave the flattened array short
         matrix = [v.values.to_numpy(zero_copy_only=False).astype(np.float32) if v.is_valid else None for v in vectors]
-    rows = table.drop_columns(["vector"]).to_pylist()
+    sentences = _sentence_blocks(table, dim)
+    rows = table.drop_columns(["vector"] + (["sentences"] if sentences is not None else [])).to_pylist()
     _unpack(rows)
     for row, vector in zip(rows, matrix):
         row["vector"] = vector
+    if sentences is not None:
+        for row, block in zip(rows, sentences):
+            row["sentences"] = block
     return rows
+
+
+def _sentence_blocks(table: pa.Table, dim: int) -> list[np.ndarray | None] | None:
+    """The ``sentences`` column as one (n, dim) float32 matrix per row (None where null or
+    empty); None when the result has no such column."""
+    if "sentences" not in table.column_names:
+        return None
+    column = table.column("sentences").combine_chunks()
+    flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    offsets = column.offsets.to_numpy()
+    out: list[np.ndarray | None] = []
+    for i in range(len(column)):
+        start, end = int(offsets[i]), int(offsets[i + 1])
+        out.append(flat[start:end].reshape(-1, dim) if column[i].is_valid and end > start else None)
+    return out
 
 
 COLD_SCHEMA = pa.schema([pa.field("id", pa.string())])

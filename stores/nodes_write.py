@@ -57,8 +57,10 @@ def arrow_rows(rows: list[dict[str, Any]], schema: pa.Schema, dim: int) -> pa.Ta
     """``rows`` as an Arrow table of ``schema``; the vectors (lists or numpy rows, None for a
     node without one) go into the fixed-size list column as one float32 block, not one
     Python float at a time."""
-    rest = pa.schema([f for f in schema if f.name != "vector"])
+    rest = pa.schema([f for f in schema if f.name not in ("vector", "sentences")])
     table = pa.Table.from_pylist(rows, schema=rest)
+    if "sentences" in schema.names:
+        table = table.append_column(schema.field("sentences"), _sentence_lists(rows))
     values = [r.get("vector") for r in rows]
     present = [v is not None for v in values]
     flat = np.zeros((len(rows), dim), dtype=np.float32)
@@ -67,6 +69,18 @@ def arrow_rows(rows: list[dict[str, Any]], schema: pa.Schema, dim: int) -> pa.Ta
     vectors = pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), dim,
                                                 mask=None if all(present) else pa.array([not p for p in present]))
     return table.add_column(schema.get_field_index("vector"), schema.field("vector"), vectors).select(schema.names)
+
+
+def _sentence_lists(rows: list[dict[str, Any]]) -> pa.Array:
+    """Each row's sentence vectors (an (n, dim) array, a list of vectors, or None) flattened
+    into one float32 list per row: one block for the write, not one Python float at a time."""
+    blocks = [None if r.get("sentences") is None or len(r["sentences"]) == 0
+              else np.asarray(r["sentences"], dtype=np.float32).reshape(-1) for r in rows]
+    sizes = [0 if b is None else len(b) for b in blocks]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+    values = np.concatenate([b for b in blocks if b is not None]) if any(sizes) else np.zeros(0, np.float32)
+    mask = pa.array([b is None for b in blocks])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, pa.float32()), mask=mask)
 
 
 def complete(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -287,7 +301,7 @@ class NodeWrites:
         cold.add([{"id": i} for i in ids])
         for start in range(0, len(ids), 500):
             where = "id IN " + id_list(ids[start:start + 500])
-            self.nodes.update(where=where, values={"pending": True, "vector": None})
+            self.nodes.update(where=where, values={"pending": True, "vector": None, "sentences": None})
         cards = self._cards(ids)
         data = pa.Table.from_pylist([{"id": i, "card": card_of({**f, "pending": True})} for i, f in cards.items()],
                                     schema=pa.schema([pa.field("id", pa.string()), pa.field("card", pa.string())]))

@@ -41,6 +41,9 @@ def explain_lines(explain: Explain) -> list[str]:
         tier = f" × tier {_num(explain.get('tier')):g} ({explain.get('tier_name') or 'plain'})"
         lines.append(f"matched: base {_num(explain.get('base')):.4f} = "
                      + ("(" + " + ".join(matched) + ")" if matched else "no match of its own") + tier)
+    if "sentence_cos" in explain:
+        lines.append(f"meaning: its best sentence {_num(explain['sentence_cos']):.3f}, the turn in its context "
+                     f"{_num(explain.get('context_cos')):.3f} (weighed together: w_sentence)")
     if form := _FORMS.get(str(explain.get("question_form"))):
         lines.append(f"question: {form}")
     if _num(explain.get("propagation")):

@@ -43,6 +43,16 @@ def _checked(query: str) -> str:
     return query
 
 
+def _measure(c: Candidate, qv: np.ndarray | None, cos: float | None = None) -> None:
+    """``c``'s cosine to the query (``cos`` when a vector search gave it) and its turn's best
+    sentence's, from the vectors the row was read with."""
+    if qv is None or (cos is None and c.vector is None):
+        return
+    c.cos = cos if cos is not None else float(c.vector @ qv)
+    if c.sentences is not None and len(c.sentences):
+        c.sentence_cos = float(np.max(c.sentences @ qv))
+
+
 def _candidate(row: dict[str, Any], cwd: str | None = None) -> Candidate:
     vec = row.get("vector")
     ts = row.get("created_at")
@@ -51,6 +61,7 @@ def _candidate(row: dict[str, Any], cwd: str | None = None) -> Candidate:
         access=int(row.get("access") or 0), reply=row.get("reply"),
         similar=[(e["id"], float(e["sim"])) for e in row.get("similar") or []],
         vector=np.asarray(vec, dtype=np.float32) if vec is not None and not row.get("pending") else None,
+        sentences=row.get("sentences") if vec is not None and not row.get("pending") else None,
         chars=len(row.get("text") or ""), text=row.get("text") or "",
         timestamp=ts if isinstance(ts, datetime) else None, in_project=in_project(row.get("project"), cwd),
         doc=row.get("doc"),
@@ -156,13 +167,14 @@ class MemoryService:
         for rank, row in enumerate(vector_hits, start=1):
             rows[row["id"]] = row
             c = cands.setdefault(row["id"], _candidate(row, cwd))
-            c.cos, c.vector_rank = 1.0 - float(row["_distance"]), rank
+            c.vector_rank = rank
+            _measure(c, qv, 1.0 - float(row["_distance"]))
         for rank, row in enumerate(fts_hits, start=1):
             rows.setdefault(row["id"], row)
             c = cands.setdefault(row["id"], _candidate(row, cwd))
             c.lexical, c.fts_rank = float(row["_score"]), rank
-            if c.cos is None and c.vector is not None and qv is not None:
-                c.cos = float(c.vector @ qv)
+            if c.cos is None:
+                _measure(c, qv)
         if self.settings.recall.hop_k:
             self._second_hop(query, cands, rows, qv, where)
         # An exchange hit lifts its messages and a message hit the other messages of its
@@ -201,8 +213,8 @@ class MemoryService:
             rows.setdefault(row["id"], row)
             c = cands.setdefault(row["id"], _candidate(row))
             c.hop_rank = rank
-            if c.cos is None and c.vector is not None and qv is not None:
-                c.cos = float(c.vector @ qv)
+            if c.cos is None:
+                _measure(c, qv)
 
     def scored_candidates(self, query: str, cwd: str | None = None, query_embedder: Embedder | None = None,
                           full_text_only: bool = False

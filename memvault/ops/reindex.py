@@ -87,7 +87,7 @@ def _rebuild(settings: Settings, ledger: Ledger, vault: Vault, embedder: Embedde
         pending = 0
         for start in range(0, len(rows), BATCH):
             part = rows[start:start + BATCH]
-            pending += embed_rows(embedder, part, embedder.dim)
+            pending += embed_rows(embedder, part, embedder.dim, sentences=settings.index.sentence_vectors)
             index.upsert(part)
             if progress:
                 progress.advance(len(part))

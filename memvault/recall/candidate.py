@@ -14,6 +14,7 @@ class Candidate:
     id: str
     parent: str | None = None
     cos: float | None = None  # cosine to the query; None when not a vector hit
+    sentence_cos: float | None = None  # a turn's best sentence's cosine to the query; None: no sentence vectors
     lexical: float | None = None  # raw BM25; None when not a full-text hit
     vector_rank: int | None = None  # 1-based
     fts_rank: int | None = None  # 1-based
@@ -25,6 +26,7 @@ class Candidate:
     siblings: list[str] = field(default_factory=list)  # filled for message hits only: same exchange
     reply: str | None = None  # a message: the next turn of its conversation
     vector: np.ndarray | None = None
+    sentences: np.ndarray | None = None  # a turn's sentence vectors, one per row (index.sentence_vectors)
     chars: int = 0
     text: str = ""
     timestamp: datetime | None = None

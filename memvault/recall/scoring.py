@@ -3,8 +3,10 @@
 Seed 000 §4's formula, with the weights and the query terms chosen left one conversation out
 on LoCoMo dev (bench/README.md, "Fusion variants"):
 
-    base       = (0.35·cos + 0.40·lexical + 0.25·RRF(k=10) + 0.10·exact) × tier
-                 (0.55·cos + 0.20·lexical on a question that asks for a guess: "Would Ann …")
+    base       = (0.45·cos + 0.30·lexical + 0.25·RRF(k=10) + 0.10·exact) × tier
+                 (0.75·cos on a question that asks for a guess: "Would Ann …", no lexical)
+    cos        = 0.5·(the turn in its context) + 0.5·(its best sentence) for a turn of
+                 several sentences (``index.sentence_vectors``), else the node's cosine
     propagated = base × 0.55 to the hit's parent, base × 0.55·sim to each similar neighbour,
                  base × 0.55 from an exchange to each of its messages,
                  base × 0.5 from a message to the other messages of its exchange,
@@ -135,9 +137,18 @@ def _query_view(hits: Mapping[str, Candidate], query: str | None, w: ScoringWeig
 
 def _base(c: Candidate, q: _Query, age: float | None, w: ScoringWeights) -> dict[str, float | str | None]:
     cos = min(max(c.cos or 0.0, 0.0), 1.0)
+    sentence = None
+    if c.sentence_cos is not None and c.cos is not None:
+        # The turn in its context says what it is about; its best sentence, what it says that
+        # matches (one of four sentences about a painting is about the lake sunrise).
+        sentence = min(max(c.sentence_cos, 0.0), 1.0)
+        cos = (1 - w.w_sentence) * cos + w.w_sentence * sentence
     raw_lex = c.lexical or 0.0
     lex = raw_lex / q.max_lex if raw_lex > 0 and q.max_lex > 0 else 0.0
-    return _terms(c, q, age, w, cos, lex)
+    terms = _terms(c, q, age, w, cos, lex)
+    if sentence is not None:
+        terms |= {"sentence_cos": sentence, "context_cos": min(max(c.cos or 0.0, 0.0), 1.0)}
+    return terms
 
 
 def _terms(c: Candidate, q: _Query, age: float | None, w: ScoringWeights,

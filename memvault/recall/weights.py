@@ -22,6 +22,8 @@ class ScoringWeights(BaseModel):
 
     w_cos: float = Field(default=_default("w_cos"), description="Weight of the cosine similarity to the query")
     w_lex: float = Field(default=_default("w_lex"), description="Weight of the lexical (BM25) score, normalized per query by its max")
+    w_sentence: float = Field(
+        default=_default("w_sentence"), description="Share of a turn's cosine taken from its best sentence's, the rest from the turn in its context")
     w_rrf: float = Field(default=_default("w_rrf"), description="Weight of reciprocal rank fusion, normalized so rank 1 in both lists is 1")
     rrf_k: int = Field(default=_default("rrf_k"), description="RRF constant k in 1/(k + rank)")
     hot_days: float = Field(default=30, description="Nodes younger than this many days are in the hot tier")

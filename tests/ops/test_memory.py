@@ -86,6 +86,22 @@ CAMPING = [
 ]
 
 
+def test_a_turn_of_several_sentences_is_weighed_by_its_best_one_too(service: MemoryService) -> None:
+    # "A golden retriever puppy. We named her Maple." answers with its second sentence; the
+    # turn in its context (the breed question before it, the reply after) says less of it.
+    from memvault.cli.explain import explain_lines
+
+    scored, rows = service._scored("What did Ann name her dog?", service.settings.recall.top_k)
+    by_ref = {rows[s.id]["ref"]: s for s in scored if rows[s.id]["kind"] == "message"}
+    named, e = by_ref["D1:3"], by_ref["D1:3"].explain
+    share = service.settings.recall.w_sentence
+    assert float(e["sentence_cos"]) > float(e["context_cos"])
+    assert e["cos"] == pytest.approx((1 - share) * float(e["context_cos"]) + share * float(e["sentence_cos"]))
+    assert any(line.startswith("meaning: its best sentence") for line in explain_lines(e))
+    assert "sentence_cos" not in by_ref["D1:4"].explain  # one sentence: its vector says it already
+    assert named.score > by_ref["D1:4"].score
+
+
 def camping_service(home: Path, embedder, reply_damping: float) -> MemoryService:
     # Turns embedded alone (no context window), so the answer shares nothing with the query
     # and only the question turn is found directly.

@@ -168,17 +168,21 @@ def test_naive_and_aware_times_mix() -> None:
 def test_a_guess_question_weighs_meaning_over_words() -> None:
     # "a" means what the question asks in other words (high cosine, few shared words); "b"
     # shares the words. A guess about a person ("Would Ann …") is answered by what Ann said of
-    # herself, seldom in the question's words: 0.2 of the lexical weight moves to cosine.
+    # herself, seldom in the question's words: guess_shift of the lexical weight moves to cosine.
     from memvault.cli.explain import explain_lines
 
-    cands = [Candidate("a", cos=0.8, lexical=1.0, vector_rank=1, fts_rank=2, age_days=1, text="Ann: camping is my joy"),
+    cands = [Candidate("a", cos=0.7, lexical=1.0, vector_rank=1, fts_rank=2, age_days=1, text="Ann: camping is my joy"),
              Candidate("b", cos=0.3, lexical=4.0, vector_rank=2, fts_rank=1, age_days=1, text="Ann: a quiet holiday by the sea")]
     guess = "Would Ann enjoy a quiet holiday?"
     scored = score_candidates(cands, no_lookup, ScoringWeights(), NOW, query=guess)
     assert [s.id for s in scored] == ["a", "b"]
     a = by_id(scored)["a"]
     assert a.explain["question_form"] == "guess"
-    assert a.explain["cos_term"] == pytest.approx(0.55 * 0.8) and a.explain["lexical_term"] == pytest.approx(0.20 * 0.25)
+    w = ScoringWeights()
+    shift = min(w.guess_shift, w.w_lex)
+    assert shift > 0
+    assert a.explain["cos_term"] == pytest.approx((w.w_cos + shift) * 0.7)
+    assert a.explain["lexical_term"] == pytest.approx((w.w_lex - shift) * 0.25)
     assert "question: asks for a guess" in "\n".join(explain_lines(a.explain))
     for s in scored:
         check_explain_adds_up(s)

@@ -172,7 +172,7 @@ def test_a_write_links_each_new_node_to_its_most_similar_nodes_in_one_commit(tmp
 
     for r in new:
         r["embed_text"], r["vector"], r["pending"] = r["id"], None, True
-    settings = SimpleNamespace(similar_threshold=0.72, max_similar=3, recent_candidates=10, fts_candidates=15,
+    settings = SimpleNamespace(similar_threshold=0.72, sentence_vectors=4, max_similar=3, recent_candidates=10, fts_candidates=15,
                                ann_nprobes=20, ann_threshold=10_000)
     version = nodes.nodes.version
     write_index(nodes, Embedder(), new, [], settings)
@@ -224,6 +224,27 @@ def test_embed_rows_sends_texts_of_like_length_together_and_reports_progress() -
     assert all(r["vector"][0] == len(r["embed_text"]) for r in rows if not r["pending"])
     assert steps[0] == ("begin", len(rows)) and steps[-1] == ("done", 0)
     assert sum(n for kind, n in steps if kind == "advance") == len(rows)
+
+
+def test_a_turn_of_several_sentences_has_its_first_sentences_embedded_one_by_one() -> None:
+    from memvault.stages.index_rows import embed_rows, sentence_texts
+
+    turn = {"kind": "message", "text": "Ann: I went to the lake. I painted the sunrise there! Was it cold? Yes. Very."}
+    assert sentence_texts(turn, 3) == ["Ann: I went to the lake.", "Ann: I painted the sunrise there!", "Ann: Was it cold?"]
+    assert sentence_texts(turn, 0) == []
+    assert sentence_texts({"kind": "message", "text": "Bo: Nice one, Ann."}, 4) == []  # its vector says it already
+    assert sentence_texts({"kind": "paragraph", "text": "One. Two."}, 4) == []
+
+    class Embedder:
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.stack([np.full(4, len(t), dtype=np.float32) for t in texts])
+
+    rows = [{"kind": "message", "title": "t", "text": turn["text"], "embed_text": "context " + turn["text"]},
+            {"kind": "message", "title": "t", "text": "Bo: Nice one, Ann.", "embed_text": "context"}]
+    assert embed_rows(Embedder(), rows, 4, sentences=2) == 0
+    assert rows[0]["vector"][0] == len(rows[0]["embed_text"]) and not rows[0]["pending"]
+    assert [v[0] for v in rows[0]["sentences"]] == [len("Ann: I went to the lake."), len("Ann: I painted the sunrise there!")]
+    assert rows[1]["sentences"] is None and not rows[1]["pending"]
 
 
 def test_an_exchange_is_embedded_as_the_chunk_stage_rendered_it() -> None:

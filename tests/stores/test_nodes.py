@@ -12,6 +12,20 @@ from tests.helpers import synthetic_rows
 DIM = 16
 
 
+def _vec(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _row(node: str, text: str, **fields: object) -> dict:
+    from datetime import datetime
+
+    return {"id": node, "doc": "conv:c", "doc_kind": "conversation", "path": f"/conv:c/e1/{node}", "parent": None,
+            "kind": "message", "title": text[:20], "text": text, "ref": node, "ord": 0, "pending": False,
+            "content_hash": node, "created_at": datetime(2025, 1, 1), "updated_at": datetime(2025, 1, 1),
+            "importance": 0.3, "access": 0, **fields}
+
+
 def test_ann_index_is_built_past_the_threshold_and_kept_incremental(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     nodes = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
@@ -140,7 +154,8 @@ def test_an_index_built_by_an_older_memvault_is_refused_with_the_fix(tmp_path: P
         NodeIndex(uri, "test-model", DIM, create=False)
 
 
-def test_an_index_without_the_packed_recall_card_is_refused_with_the_fix(tmp_path: Path) -> None:
+@pytest.mark.parametrize("column", ["card", "sentences"])  # the packed recall card; the turns' sentence vectors
+def test_an_index_without_a_newer_column_is_refused_with_the_fix(tmp_path: Path, column: str) -> None:
     import lancedb
     import pyarrow as pa
 
@@ -149,10 +164,28 @@ def test_an_index_without_the_packed_recall_card_is_refused_with_the_fix(tmp_pat
 
     uri = str(tmp_path / "nodes.lance")
     db = lancedb.connect(uri)
-    db.create_table("nodes", schema=pa.schema([f for f in node_schema(DIM) if f.name != "card"]))
+    db.create_table("nodes", schema=pa.schema([f for f in node_schema(DIM) if f.name != column]))
     db.create_table("meta", schema=META_SCHEMA).add([{"key": "embedding_model", "value": "test-model"}])
-    with pytest.raises(IndexMismatchError, match=r"older memvault \(no `card` column\).*memvault reindex"):
+    with pytest.raises(IndexMismatchError, match=rf"older memvault \(no `{column}` column\).*memvault reindex"):
         NodeIndex(uri, "test-model", DIM, create=False)
+
+
+def test_a_turns_sentence_vectors_are_stored_and_read_back_with_each_search(tmp_path: Path) -> None:
+    # Recall reads them beside the vector from both searches and from the lifted rows; a node
+    # without them (one sentence, another kind, gone cold) reads None.
+    idx = NodeIndex(str(tmp_path / "nodes.lance"), "test-model", DIM)
+    said = np.stack([_vec(1), _vec(2), _vec(3)])
+    idx.upsert([_row("two", "Ann: I painted a lake sunrise. It was cold.", vector=_vec(0), sentences=said),
+                _row("one", "Bo: nice", vector=_vec(4))])
+    idx.ensure_indexes(ann_threshold=1000)
+    vector_hits, fts_hits = idx.recall_search(_vec(0), "lake sunrise", 5)
+    by_id = {r["id"]: r for r in vector_hits}
+    assert np.allclose(by_id["two"]["sentences"], said) and by_id["two"]["sentences"].shape == (3, DIM)
+    assert by_id["one"]["sentences"] is None
+    assert np.allclose(fts_hits[0]["sentences"], said)
+    assert np.allclose(idx.rows_of(["two"])[0]["sentences"], said)
+    idx.mark_cold(["two"])
+    assert idx.rows_of(["two"])[0]["sentences"] is None
 
 
 def test_recall_reads_a_hit_through_its_card_as_the_columns_hold_it(tmp_path: Path) -> None:
