@@ -102,10 +102,10 @@ def fusion_variants(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeig
 
 # The product's defaults (chosen with MiniLM), written out so that the per-embedder families
 # stay the same whatever defaults the run's embedder has.
-PRODUCT = {"w_cos": 0.35, "w_lex": 0.40, "w_rrf": 0.25, "rrf_k": 10, "reply_damping": 1.0,
+PRODUCT = {"w_cos": 0.45, "w_lex": 0.30, "w_sentence": 0.5, "w_rrf": 0.25, "rrf_k": 10, "reply_damping": 1.0,
            "reply_statement_damping": 0.5, "w_exact": 0.1, "w_date": 0.2, "w_when": 0.15,
            "neighbour_damping": 0.55, "cos_norm": "raw", "lex_norm": "max", "peak_gain": 0.0,
-           "kin_share": 0.0, "prompt_damping": 0.0, "guess_shift": 0.2, "w_content": 0.2, "content_full": 12}
+           "kin_share": 0.0, "prompt_damping": 0.0, "guess_shift": 0.3, "w_content": 0.2, "content_full": 12}
 # The prefix of every family meant for choosing the fusion again with another embedder
 # (`--variants "per embedder"`): one weight at a time around the product's defaults, at the
 # product's depth. `diversity` is left out: it acts when the recall block is filled

@@ -101,3 +101,21 @@ def fourth_round(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights
     grid += [(x, n) for x in (0.15, 0.2, 0.25) for n in (12, 14, 16, 20) if (x, n) not in grid]
     family("content prior", {f"w_content {x:g}, full {n}": {"w_content": x, "content_full": n} for x, n in grid})
     return families
+
+
+def sentence_round(defaults: ScoringWeights) -> dict[str, dict[str, ScoringWeights]]:
+    """Issue 29's seventh round: a turn's best sentence (``index.sentence_vectors``, read into
+    the cases as each candidate's ``sentence_cos``) weighed with the turn in its context
+    (``w_sentence``), and the cosine's share of the base with it (``w_cos`` + ``w_lex`` = 0.75,
+    ``guess_shift`` moving the rest of the lexical weight on a guess). "before" is the product
+    without it (``w_sentence`` 0, ``w_cos`` 0.35, ``guess_shift`` 0.2). Adopted: ``w_sentence``
+    0.5, ``w_cos`` 0.45, ``guess_shift`` 0.3 (chosen in every fold)."""
+    product = BenchWeights(**defaults.model_dump())
+    members: dict[str, dict[str, object]] = {"before": {"w_sentence": 0.0, "w_cos": 0.35, "w_lex": 0.40, "guess_shift": 0.2}}
+    for share in (0.0, 0.5, 0.67):
+        for cos in (0.35, 0.40, 0.45, 0.50):
+            for shift in (0.2, 0.3, 0.4):
+                members[f"sentence {share:g}, cos {cos:g}, guess_shift {shift:g}"] = {
+                    "w_sentence": share, "w_cos": cos, "w_lex": round(0.75 - cos, 2), "guess_shift": shift}
+    full = f"{PREFIX}, seventh round: sentence cosine"
+    return {full: {f"{full}: {label}": product.model_copy(update=change) for label, change in members.items()}}

@@ -60,7 +60,7 @@ from stores.nodes import NodeIndex  # noqa: E402
 from memvault.stages.index import rows_for, write_index  # noqa: E402
 
 from bench.fusion_variants import BenchWeights, fusion_variants  # noqa: E402
-from bench.gather_variants import fourth_round, gather_variants, third_round  # noqa: E402
+from bench.gather_variants import fourth_round, gather_variants, sentence_round, third_round  # noqa: E402
 from bench.recall_metrics import FIGURES, Tally, loo_report, sweep_report  # noqa: E402
 from bench.scoring_variants import score_variants  # noqa: E402
 
@@ -478,7 +478,8 @@ def main(argv: list[str] | None = None) -> int:
     families: dict[str, list[str]] = {}
     if args.variants is not None:
         wanted = [w.strip() for w in args.variants.split(",") if w.strip()]
-        for family, members in {**fusion_variants(base), **gather_variants(base), **third_round(base), **fourth_round(base)}.items():
+        for family, members in {**fusion_variants(base), **gather_variants(base), **third_round(base), **fourth_round(base),
+                               **sentence_round(base)}.items():
             if wanted and not any(w in family for w in wanted):
                 continue
             variants.update(members)
