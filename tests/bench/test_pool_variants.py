@@ -62,4 +62,4 @@ def test_speaker_pool_adds_the_named_persons_nearest_turns() -> None:
     plain = speaker_pool(BASE, msgs, vec, qvec, 0, False)(case, nodes)
     ranked = speaker_pool(BASE, msgs, vec, qvec, 1, False)(case, nodes)
     assert set(ranked) - set(plain) == {"D1:5", "D1:6"}  # the pooled turn, and the reply it lifts
-    assert ranked[1] == "D1:5"  # Ann's, nearest the query: above the reply lifted from the hit
+    assert ranked.index("D1:5") < ranked.index("D1:2")  # Ann's, nearest the query: above the reply lifted from the hit
