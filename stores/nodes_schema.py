@@ -154,13 +154,12 @@ def _sentence_blocks(table: pa.Table, dim: int) -> list[np.ndarray | None] | Non
     if "sentences" not in table.column_names:
         return None
     column = table.column("sentences").combine_chunks()
-    flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    # ``values`` and ``offsets`` index each other whatever slice of the column this is.
+    flat = column.values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
     offsets = column.offsets.to_numpy()
-    out: list[np.ndarray | None] = []
-    for i in range(len(column)):
-        start, end = int(offsets[i]), int(offsets[i + 1])
-        out.append(flat[start:end].reshape(-1, dim) if column[i].is_valid and end > start else None)
-    return out
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    return [flat[start:end].reshape(-1, dim) if ok and end > start else None
+            for ok, start, end in zip(valid, offsets[:-1].tolist(), offsets[1:].tolist())]
 
 
 COLD_SCHEMA = pa.schema([pa.field("id", pa.string())])
