@@ -467,6 +467,6 @@ class NodeIndex(NodeWrites):
         if not ids:
             return []
         where = "id IN " + id_list(ids) + (f" AND ({scope})" if scope else "")
-        query = self._table().query().where(where).select(LIFTED_COLUMNS + SCORED_COLUMNS).limit(len(ids))
+        query = self._table().query().where(where).select(LIFTED_COLUMNS + ["vector"]).limit(len(ids))
         return records(_run(query.to_arrow()))
 
